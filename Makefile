@@ -1,0 +1,59 @@
+# flowtel — build, test and lint. `make help` lists the targets.
+SHELL        := /usr/bin/env bash -o pipefail
+GO           ?= go
+TOOLS        := $(GO) tool -modfile=internal/tools/go.mod
+OCB          := $(TOOLS) go.opentelemetry.io/collector/cmd/builder
+STATICCHECK  := $(TOOLS) honnef.co/go/tools/cmd/staticcheck
+BUILD_DIR    := _build
+DISTRIBUTIONS := flowtel flowtel-node flowtel-gateway
+FUZZTIME     ?= 20s
+BENCHTIME    ?= 1s
+
+manifest = $(if $(filter flowtel,$(1)),builder-config.yaml,distributions/$(1)/manifest.yaml)
+
+.SECONDEXPANSION:
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+.PHONY: deps
+deps: ## Install the system packages the tests need (apt; idempotent, needs root)
+	@scripts/deps.sh
+
+.PHONY: build
+build: $(addprefix $(BUILD_DIR)/,$(DISTRIBUTIONS)) ## Build the three distributions with OCB into _build/
+
+# Rebuild a distribution when its manifest or any Go source changes.
+$(BUILD_DIR)/%: $$(call manifest,%) go.mod $(shell git ls-files '*.go' 2>/dev/null)
+	@mkdir -p $(BUILD_DIR)
+	$(OCB) --config $(call manifest,$*) > $(BUILD_DIR)/$*.build.log 2>&1 || { cat $(BUILD_DIR)/$*.build.log; exit 1; }
+	scripts/check-distribution.sh $(call manifest,$*) $(BUILD_DIR)/$*/$*
+	@touch $@
+
+.PHONY: test
+test: deps ## Unit and integration tests, plus a bounded fuzz run of the record codec
+	$(GO) test -count=1 ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
+
+.PHONY: lint
+lint: ## gofmt, go vet, staticcheck
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+.PHONY: bench
+bench: ## Go benchmarks (report the numbers in the issue note)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+.PHONY: check
+check: lint build test ## Everything CI runs: lint, build the distributions, test
+
+.PHONY: run
+run: $(BUILD_DIR)/flowtel ## Run the full distribution with its default configuration
+	$(BUILD_DIR)/flowtel/flowtel --config distributions/flowtel/config.yaml
+
+.PHONY: clean
+clean: ## Remove build output
+	rm -rf $(BUILD_DIR)

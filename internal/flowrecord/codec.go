@@ -1,0 +1,96 @@
+package flowrecord
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+)
+
+// decoders maps an attribute name to its schema entry, for Decode.
+var decoders = func() map[string]*attribute {
+	m := make(map[string]*attribute, len(attributes))
+	for i := range attributes {
+		if attributes[i].dec != nil {
+			m[attributes[i].Name] = &attributes[i]
+		}
+	}
+	return m
+}()
+
+// Encode writes r into lr: EventName, Timestamp (flow end), ObservedTimestamp
+// (export time), TraceID (hash of the correlation key, when there is one) and
+// the attributes of the schema. lr's previous attributes are cleared.
+func Encode(r *Record, lr plog.LogRecord) {
+	lr.SetEventName(EventName)
+	lr.SetTimestamp(timestamp(r.End))
+	lr.SetObservedTimestamp(timestamp(r.Observed))
+	if r.Key != "" {
+		lr.SetTraceID(KeyHash(r.Key))
+	} else {
+		lr.SetTraceID(pcommon.NewTraceIDEmpty())
+	}
+	m := lr.Attributes()
+	m.Clear()
+	m.EnsureCapacity(64)
+	for i := range attributes {
+		a := &attributes[i]
+		if a.aggregation && r.Aggregation == nil {
+			continue
+		}
+		a.enc(r, m)
+	}
+}
+
+// Decode reads a flow record from lr into r (which is reset first). It fails with
+// an error naming the attribute when one has the wrong type or an invalid value,
+// or when the 5-tuple is incomplete. Attributes it does not know are ignored, so
+// records from newer versions still decode.
+func Decode(lr plog.LogRecord, r *Record) error {
+	*r = Record{}
+	r.End = fromTimestamp(lr.Timestamp())
+	r.Observed = fromTimestamp(lr.ObservedTimestamp())
+	var sawProtocol bool
+	for name, v := range lr.Attributes().All() {
+		a, ok := decoders[name]
+		if !ok {
+			continue
+		}
+		if err := a.dec(r, name, v); err != nil {
+			return err
+		}
+		if name == AttrProtocol || name == AttrNetworkTransport {
+			sawProtocol = true
+		}
+	}
+	switch {
+	case !r.Source.Address.IsValid():
+		return missing(AttrSourceAddress)
+	case !r.Destination.Address.IsValid():
+		return missing(AttrDestinationAddress)
+	case !sawProtocol:
+		return missing(AttrProtocol)
+	}
+	return nil
+}
+
+// ErrMissingAttribute is wrapped by Decode's error for a record without a required attribute.
+var ErrMissingAttribute = errors.New("missing required attribute")
+
+func missing(name string) error { return fmt.Errorf("%w %q", ErrMissingAttribute, name) }
+
+func timestamp(t time.Time) pcommon.Timestamp {
+	if t.IsZero() {
+		return 0
+	}
+	return pcommon.Timestamp(t.UnixNano())
+}
+
+func fromTimestamp(ts pcommon.Timestamp) time.Time {
+	if ts == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(ts)).UTC()
+}

@@ -1,0 +1,195 @@
+package flowrecord
+
+import (
+	"errors"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+)
+
+func roundTrip(t *testing.T, in *Record) *Record {
+	t.Helper()
+	lr := plog.NewLogRecord()
+	Encode(in, lr)
+	var out Record
+	require.NoError(t, Decode(lr, &out))
+	return &out
+}
+
+func TestRoundTripFullRecord(t *testing.T) {
+	in := fullRecord()
+	out := roundTrip(t, in)
+	assert.Equal(t, in, out)
+}
+
+func TestRoundTripMinimalRecord(t *testing.T) {
+	in := &Record{
+		Protocol:    17,
+		Source:      Endpoint{Address: netip.MustParseAddr("fd00:10::5"), Port: 5353},
+		Destination: Endpoint{Address: netip.MustParseAddr("fd00:10:1::7"), Port: 53},
+	}
+	out := roundTrip(t, in)
+	assert.Equal(t, in, out)
+	assert.Nil(t, out.Aggregation, "a record without aggregation must not gain one")
+	assert.Nil(t, out.Source.PodLabels, "absent labels stay absent")
+}
+
+func TestEncodeLogRecordFields(t *testing.T) {
+	r := fullRecord()
+	lr := plog.NewLogRecord()
+	Encode(r, lr)
+	assert.Equal(t, EventName, lr.EventName())
+	assert.Equal(t, r.End, lr.Timestamp().AsTime())
+	assert.Equal(t, r.Observed, lr.ObservedTimestamp().AsTime())
+	assert.Equal(t, KeyHash(r.Key), lr.TraceID())
+	attrs := lr.Attributes()
+	v, _ := attrs.Get("network.transport")
+	assert.Equal(t, "tcp", v.Str())
+	v, _ = attrs.Get("network.type")
+	assert.Equal(t, "ipv4", v.Str())
+	v, _ = attrs.Get("flow.type")
+	assert.Equal(t, "inter_node", v.Str())
+	v, _ = attrs.Get("flow.conntrack.labels")
+	assert.Equal(t, "00000000000000000000000700000009", v.Str())
+	v, _ = attrs.Get("destination.k8s.pod.labels")
+	assert.Equal(t, pcommon.ValueTypeMap, v.Type())
+	assert.Equal(t, 0, v.Map().Len(), "a Pod without labels has an empty map")
+}
+
+func TestEncodeClearsPreviousAttributes(t *testing.T) {
+	lr := plog.NewLogRecord()
+	lr.Attributes().PutStr("stale", "x")
+	Encode(fullRecord(), lr)
+	_, ok := lr.Attributes().Get("stale")
+	assert.False(t, ok)
+}
+
+func TestCountersAlwaysWritten(t *testing.T) {
+	lr := plog.NewLogRecord()
+	Encode(&Record{Protocol: 6, Source: Endpoint{Address: netip.MustParseAddr("10.0.0.1")},
+		Destination: Endpoint{Address: netip.MustParseAddr("10.0.0.2")}}, lr)
+	for _, name := range []string{"flow.packets.total", "flow.bytes.total", "flow.reverse.packets.delta"} {
+		v, ok := lr.Attributes().Get(name)
+		require.True(t, ok, name)
+		assert.Equal(t, int64(0), v.Int(), name)
+	}
+}
+
+func TestCounterSaturatesAtMaxInt64(t *testing.T) {
+	r := fullRecord()
+	r.Stats.OctetTotal = 1<<64 - 1
+	out := roundTrip(t, r)
+	assert.Equal(t, uint64(1<<63-1), out.Stats.OctetTotal)
+}
+
+func TestDecodeMalformed(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(m pcommon.Map)
+		wantErr string
+	}{
+		{"port has wrong type", func(m pcommon.Map) { m.PutStr("source.port", "80") }, `"source.port": want int, got Str`},
+		{"port out of range", func(m pcommon.Map) { m.PutInt("destination.port", 70000) }, `"destination.port": value 70000 out of range`},
+		{"negative counter", func(m pcommon.Map) { m.PutInt("flow.bytes.total", -1) }, `"flow.bytes.total": value -1 out of range`},
+		{"bad source IP", func(m pcommon.Map) { m.PutStr("source.address", "10.0.0.300") }, `"source.address": "10.0.0.300" is not an IP address`},
+		{"bad service IP", func(m pcommon.Map) { m.PutStr("flow.service.address", "") }, `"flow.service.address": "" is not an IP address`},
+		{"missing source", func(m pcommon.Map) { m.Remove("source.address") }, `missing required attribute "source.address"`},
+		{"missing destination", func(m pcommon.Map) { m.Remove("destination.address") }, `missing required attribute "destination.address"`},
+		{"missing protocol", func(m pcommon.Map) { m.Remove("flow.protocol_identifier"); m.Remove("network.transport") }, `missing required attribute "flow.protocol_identifier"`},
+		{"unknown flow type", func(m pcommon.Map) { m.PutStr("flow.type", "sideways") }, `"flow.type": unknown value "sideways"`},
+		{"empty enum", func(m pcommon.Map) { m.PutStr("flow.end_reason", "") }, `"flow.end_reason": unknown value ""`},
+		{"labels not a map", func(m pcommon.Map) { m.PutStr("source.k8s.pod.labels", "{}") }, `"source.k8s.pod.labels": want map, got Str`},
+		{"label value not a string", func(m pcommon.Map) { m.PutEmptyMap("source.k8s.pod.labels").PutInt("app", 1) }, `label "app" is Int`},
+		{"ct labels short", func(m pcommon.Map) { m.PutStr("flow.conntrack.labels", "abcd") }, `"flow.conntrack.labels": want 32 hex digits`},
+		{"ct labels not hex", func(m pcommon.Map) { m.PutStr("flow.conntrack.labels", strings.Repeat("zz", 16)) }, `"flow.conntrack.labels": encoding/hex`},
+		{"start before epoch", func(m pcommon.Map) { m.PutInt("flow.start", -5) }, `"flow.start": -5 is not a time`},
+		{"evicted not bool", func(m pcommon.Map) { m.PutStr("flow.correlation.evicted", "yes") }, `"flow.correlation.evicted": want bool`},
+		{"key not string", func(m pcommon.Map) { m.PutInt("flow.key", 1) }, `"flow.key": want string, got Int`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lr := plog.NewLogRecord()
+			Encode(fullRecord(), lr)
+			tt.mutate(lr.Attributes())
+			var r Record
+			err := Decode(lr, &r)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+func TestDecodeMissingIsWrapped(t *testing.T) {
+	var r Record
+	err := Decode(plog.NewLogRecord(), &r)
+	assert.True(t, errors.Is(err, ErrMissingAttribute))
+}
+
+func TestDecodeProtocolFromTransportName(t *testing.T) {
+	lr := plog.NewLogRecord()
+	lr.Attributes().PutStr("source.address", "192.0.2.1")
+	lr.Attributes().PutStr("destination.address", "192.0.2.2")
+	lr.Attributes().PutStr("network.transport", "sctp")
+	var r Record
+	require.NoError(t, Decode(lr, &r))
+	assert.Equal(t, uint8(132), r.Protocol)
+}
+
+func TestDecodeIgnoresUnknownAttributes(t *testing.T) {
+	lr := plog.NewLogRecord()
+	Encode(fullRecord(), lr)
+	lr.Attributes().PutStr("flow.some_future_field", "x")
+	var r Record
+	require.NoError(t, Decode(lr, &r))
+	assert.Equal(t, fullRecord(), &r)
+}
+
+func TestDecodeResetsRecord(t *testing.T) {
+	r := fullRecord()
+	lr := plog.NewLogRecord()
+	Encode(&Record{Protocol: 1, Source: Endpoint{Address: netip.MustParseAddr("10.0.0.1")},
+		Destination: Endpoint{Address: netip.MustParseAddr("10.0.0.2")}}, lr)
+	require.NoError(t, Decode(lr, r))
+	assert.Empty(t, r.Source.PodName)
+	assert.Nil(t, r.Aggregation)
+}
+
+// Every exported field of Record (recursively) must be set by fullRecord, so
+// the round-trip test proves every field has an attribute.
+func TestFullRecordSetsEveryField(t *testing.T) {
+	var walk func(path string, v reflect.Value)
+	walk = func(path string, v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Struct:
+			if v.Type().PkgPath() != "" && v.Type().PkgPath() != reflect.TypeOf(Record{}).PkgPath() {
+				break // time.Time, netip.Addr: leaf values
+			}
+			for i := 0; i < v.NumField(); i++ {
+				walk(path+"."+v.Type().Field(i).Name, v.Field(i))
+			}
+			return
+		case reflect.Pointer:
+			if v.IsNil() {
+				t.Errorf("%s is nil", path)
+				return
+			}
+			walk(path, v.Elem())
+			return
+		case reflect.Map:
+			if v.IsNil() {
+				t.Errorf("%s is nil", path)
+			}
+			return
+		}
+		if v.IsZero() {
+			t.Errorf("%s is zero in fullRecord", path)
+		}
+	}
+	walk("Record", reflect.ValueOf(fullRecord()).Elem())
+}

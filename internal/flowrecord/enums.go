@@ -1,0 +1,192 @@
+package flowrecord
+
+import "fmt"
+
+// The enumerations below are small integers in Go and readable strings in
+// attributes. Where Antrea has a numeric value for the same thing (IPFIX, gRPC,
+// ClickHouse), the Go value is Antrea's, so exporters can write it directly.
+
+// FlowType is Antrea's flow type; the values are Antrea's.
+type FlowType uint8
+
+const (
+	FlowTypeUnspecified  FlowType = 0
+	FlowTypeIntraNode    FlowType = 1
+	FlowTypeInterNode    FlowType = 2
+	FlowTypeToExternal   FlowType = 3
+	FlowTypeFromExternal FlowType = 4
+)
+
+var flowTypeNames = []string{"", "intra_node", "inter_node", "to_external", "from_external"}
+
+func (t FlowType) String() string { return enumString(flowTypeNames, t) }
+
+// EndReason is the IPFIX flowEndReason; the values are Antrea's (and RFC 5102's).
+type EndReason uint8
+
+const (
+	EndReasonUnspecified     EndReason = 0
+	EndReasonIdleTimeout     EndReason = 1
+	EndReasonActiveTimeout   EndReason = 2
+	EndReasonEndOfFlow       EndReason = 3
+	EndReasonForcedEnd       EndReason = 4
+	EndReasonLackOfResources EndReason = 5
+)
+
+var endReasonNames = []string{"", "idle_timeout", "active_timeout", "end_of_flow", "forced_end", "lack_of_resources"}
+
+func (e EndReason) String() string { return enumString(endReasonNames, e) }
+
+// EndpointKind says what an endpoint address belongs to (DESIGN D1).
+type EndpointKind uint8
+
+const (
+	EndpointUnknown  EndpointKind = 0
+	EndpointPod      EndpointKind = 1
+	EndpointNode     EndpointKind = 2
+	EndpointExternal EndpointKind = 3
+)
+
+var endpointKindNames = []string{"", "pod", "node", "external"}
+
+func (k EndpointKind) String() string { return enumString(endpointKindNames, k) }
+
+// InCluster reports whether the endpoint is a Pod or a Node.
+func (k EndpointKind) InCluster() bool { return k == EndpointPod || k == EndpointNode }
+
+// Side is the half of a connection a Node reports.
+type Side uint8
+
+const (
+	SideUnknown     Side = 0
+	SideSource      Side = 1 // the Node of the source endpoint (or the ingress Node of a from-external flow)
+	SideDestination Side = 2 // the Node of the destination endpoint
+	SideBoth        Side = 3 // both endpoints are local: nothing to pair
+)
+
+var sideNames = []string{"", "source", "destination", "both"}
+
+func (s Side) String() string { return enumString(sideNames, s) }
+
+// Direction is the flow direction of proxy-mode records. The Go values are not
+// Antrea's (whose ingress is 0); use IPFIX for the wire value.
+type Direction uint8
+
+const (
+	DirectionUnset   Direction = 0
+	DirectionIngress Direction = 1
+	DirectionEgress  Direction = 2
+	DirectionUnknown Direction = 3
+)
+
+var directionNames = []string{"", "ingress", "egress", "unknown"}
+
+func (d Direction) String() string { return enumString(directionNames, d) }
+
+// IPFIX returns Antrea's flowDirection value: 0 ingress, 1 egress, 255 unknown.
+func (d Direction) IPFIX() uint8 {
+	switch d {
+	case DirectionIngress:
+		return 0
+	case DirectionEgress:
+		return 1
+	default:
+		return 255
+	}
+}
+
+// PolicyType is the kind of NetworkPolicy; the values are Antrea's.
+type PolicyType uint8
+
+const (
+	PolicyTypeUnspecified                PolicyType = 0
+	PolicyTypeK8sNetworkPolicy           PolicyType = 1
+	PolicyTypeAntreaNetworkPolicy        PolicyType = 2
+	PolicyTypeAntreaClusterNetworkPolicy PolicyType = 3
+	PolicyTypeK8sClusterNetworkPolicy    PolicyType = 4
+)
+
+var policyTypeNames = []string{"", "k8s_network_policy", "antrea_network_policy", "antrea_cluster_network_policy", "k8s_cluster_network_policy"}
+
+func (p PolicyType) String() string { return enumString(policyTypeNames, p) }
+
+// RuleAction is a policy rule's action; the values are Antrea's.
+type RuleAction uint8
+
+const (
+	RuleActionNone   RuleAction = 0
+	RuleActionAllow  RuleAction = 1
+	RuleActionDrop   RuleAction = 2
+	RuleActionReject RuleAction = 3
+)
+
+var ruleActionNames = []string{"", "allow", "drop", "reject"}
+
+func (a RuleAction) String() string { return enumString(ruleActionNames, a) }
+
+// CorrelationState says what the gateway did about pairing (DESIGN D4).
+type CorrelationState uint8
+
+const (
+	CorrelationNone        CorrelationState = 0 // not through a correlation processor yet
+	CorrelationPaired      CorrelationState = 1
+	CorrelationUnpaired    CorrelationState = 2
+	CorrelationNotRequired CorrelationState = 3
+)
+
+var correlationNames = []string{"", "paired", "unpaired", "not_required"}
+
+func (c CorrelationState) String() string { return enumString(correlationNames, c) }
+
+func enumString[T ~uint8](names []string, v T) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprintf("%d", uint8(v))
+}
+
+// parseEnum returns the value whose name is s. The empty name is never matched:
+// an attribute holding "" is malformed (the encoder omits unset enums).
+func parseEnum[T ~uint8](names []string, s string) (T, bool) {
+	for i, n := range names {
+		if n != "" && n == s {
+			return T(i), true
+		}
+	}
+	return 0, false
+}
+
+// ProtocolName returns the OTel network.transport value for an IANA protocol number.
+func ProtocolName(p uint8) string {
+	switch p {
+	case 1:
+		return "icmp"
+	case 6:
+		return "tcp"
+	case 17:
+		return "udp"
+	case 58:
+		return "ipv6-icmp"
+	case 132:
+		return "sctp"
+	default:
+		return "unknown"
+	}
+}
+
+// ProtocolNumber is the inverse of ProtocolName; ok is false for "unknown" and unknown names.
+func ProtocolNumber(name string) (uint8, bool) {
+	switch name {
+	case "icmp":
+		return 1, true
+	case "tcp":
+		return 6, true
+	case "udp":
+		return 17, true
+	case "ipv6-icmp":
+		return 58, true
+	case "sctp":
+		return 132, true
+	}
+	return 0, false
+}

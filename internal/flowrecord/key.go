@@ -1,0 +1,69 @@
+package flowrecord
+
+import (
+	"crypto/sha256"
+	"net/netip"
+	"strconv"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// CorrelationKey returns the key on which the gateway pairs the two halves of
+// one connection (DESIGN D3): protocol, source and destination after DNAT, in
+// the connection's own direction, as "proto|src|dst" with addresses in their
+// canonical text form (IPv4-mapped IPv6 unmapped, IPv6 ports in brackets):
+//
+//	6|10.10.0.5:43512|10.10.1.7:8080
+//	17|[fd00:10:10::5]:5353|[fd00:10:10:1::7]:53
+//
+// The source-Node and destination-Node halves of a Pod-to-Pod (or Node-to-Pod)
+// connection carry the same post-DNAT 5-tuple, so they get the same key.
+//
+// One exception, as in Antrea's Flow Aggregator: the ingress Node's half of a
+// from-external flow that was SNATed there (NodePort with externalTrafficPolicy
+// Cluster) carries the external client as its source, while the destination
+// Node sees the SNAT address and port. That half is keyed by the SNAT address
+// and port instead, so it lands on the destination half's key.
+func (r *Record) CorrelationKey() string {
+	src := netip.AddrPortFrom(r.Source.Address.Unmap(), r.Source.Port)
+	if r.IsIngressNodeFromExternal() {
+		src = netip.AddrPortFrom(r.ProxySNATAddress.Unmap(), r.ProxySNATPort)
+	}
+	dst := netip.AddrPortFrom(r.Destination.Address.Unmap(), r.Destination.Port)
+	b := make([]byte, 0, 104)
+	b = strconv.AppendUint(b, uint64(r.Protocol), 10)
+	b = append(b, '|')
+	b = src.AppendTo(b)
+	b = append(b, '|')
+	b = dst.AppendTo(b)
+	return string(b)
+}
+
+// IsIngressNodeFromExternal reports whether r is the ingress Node's half of a
+// from-external flow that was SNATed on that Node: Antrea's
+// "isSourceNodeFromExternal" (flow type FromExternal, proxy SNAT address set, and
+// the destination Pod not known to the reporter). When the reporter says which
+// side it is, that decides instead of the Pod name, because flowtel may know
+// remote Pods.
+func (r *Record) IsIngressNodeFromExternal() bool {
+	if r.FlowType != FlowTypeFromExternal || !r.ProxySNATAddress.IsValid() || r.ProxySNATAddress.IsUnspecified() {
+		return false
+	}
+	switch r.Reporter.Side {
+	case SideSource:
+		return true
+	case SideUnknown:
+		return r.Destination.PodName == ""
+	default:
+		return false
+	}
+}
+
+// KeyHash is the 16-byte hash of a correlation key, used as the LogRecord TraceID
+// so that trace-ID routing and backends can group the halves of a connection.
+func KeyHash(key string) pcommon.TraceID {
+	sum := sha256.Sum256([]byte(key))
+	var id pcommon.TraceID
+	copy(id[:], sum[:16])
+	return id
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Checks that a built distribution contains exactly the components its OCB
+# manifest lists: compares the modules printed by `<binary> components` with the
+# manifest's gomod entries.
+set -euo pipefail
+manifest=$1 binary=$2
+
+want=$(grep -E '^\s*-\s*gomod:' "$manifest" | grep -v 'confmap/provider' | sed -E 's/.*gomod:\s*//' | sort -u)
+got=$("$binary" components | grep -E '^\s*module:' | sed -E 's/.*module:\s*//' | sort -u)
+if [ "$want" != "$got" ]; then
+  echo "$binary: components differ from $manifest" >&2
+  diff <(echo "$want") <(echo "$got") >&2 || true
+  exit 1
+fi
+echo "$binary: $(echo "$got" | wc -l) components as in $manifest"
