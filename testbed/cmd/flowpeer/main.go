@@ -1,0 +1,118 @@
+// Command flowpeer is the testbed's traffic tool: a TCP/UDP server that reads
+// everything and answers with a fixed number of bytes, and a client that sends
+// an exact number of bytes from an optional fixed source port, so tests know
+// the byte counts conntrack must report.
+//
+//	flowpeer serve -listen [::]:8080 [-reply 1000]             # TCP and UDP on the same port
+//	flowpeer send -proto tcp|udp -to 10.96.0.10:80 -bytes 5000 [-sport 40000] [-hold 2s]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: flowpeer serve|send [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "send":
+		err = send(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flowpeer:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	listen := fs.String("listen", "[::]:8080", "address for TCP and UDP")
+	reply := fs.Int("reply", 1000, "bytes answered to each TCP connection / UDP datagram")
+	_ = fs.Parse(args)
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	pc, err := net.ListenPacket("udp", *listen)
+	if err != nil {
+		return err
+	}
+	answer := make([]byte, *reply)
+	go func() {
+		buf := make([]byte, 65535)
+		for {
+			_, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = pc.WriteTo(answer, from)
+		}
+	}()
+	fmt.Println("ready")
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c) // until the client half-closes
+			_, _ = c.Write(answer)
+		}()
+	}
+}
+
+func send(args []string) error {
+	fs := flag.NewFlagSet("send", flag.ExitOnError)
+	proto := fs.String("proto", "tcp", "tcp or udp")
+	to := fs.String("to", "", "destination host:port")
+	n := fs.Int("bytes", 1000, "payload bytes to send (UDP: one datagram)")
+	sport := fs.Int("sport", 0, "source port (0: any)")
+	hold := fs.Duration("hold", 0, "keep the connection open this long after sending (TCP)")
+	timeout := fs.Duration("timeout", 5*time.Second, "give up after")
+	_ = fs.Parse(args)
+
+	d := net.Dialer{Timeout: *timeout}
+	switch *proto {
+	case "tcp":
+		d.LocalAddr = &net.TCPAddr{Port: *sport}
+	case "udp":
+		d.LocalAddr = &net.UDPAddr{Port: *sport}
+	default:
+		return fmt.Errorf("proto %q: want tcp or udp", *proto)
+	}
+	c, err := d.Dial(*proto, *to)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(*timeout + *hold))
+	if _, err := c.Write(make([]byte, *n)); err != nil {
+		return err
+	}
+	if *proto == "udp" {
+		got, err := c.Read(make([]byte, 65535))
+		fmt.Println("received", got)
+		return err
+	}
+	time.Sleep(*hold)
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		return err
+	}
+	got, err := io.Copy(io.Discard, c)
+	fmt.Println("received", got)
+	return err
+}
