@@ -1,0 +1,88 @@
+package aggregate
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+)
+
+// entry is one connection held by the table: the record built from its
+// halves, its per-Node statistics and its deadlines.
+type entry struct {
+	rec flowrecord.Record // Aggregation is nil here; agg holds it
+	agg flowrecord.Aggregation
+	key string
+
+	first    half // the half of the first record, for the same-side test
+	required bool // the connection has two halves to pair
+	paired   bool // both halves seen
+	ready    bool // exportable: paired, not required, or exported unpaired
+	updated  bool // new data since the last export
+
+	firstSeen        time.Time
+	pairingDeadline  time.Time // pending half: export it unpaired then
+	activeDeadline   time.Time // ready: re-export then, if updated
+	inactiveDeadline time.Time // ready: forget then (after a last export if updated)
+
+	due   time.Time // heap order; may be earlier than the real next deadline
+	index int       // position in the heap
+}
+
+// state is the correlation state an export of e carries.
+func (e *entry) state() flowrecord.CorrelationState {
+	switch {
+	case e.paired:
+		return flowrecord.CorrelationPaired
+	case !e.required:
+		return flowrecord.CorrelationNotRequired
+	default:
+		return flowrecord.CorrelationUnpaired
+	}
+}
+
+// nextDeadline is when e next needs attention.
+func (e *entry) nextDeadline() time.Time {
+	if !e.ready {
+		return e.pairingDeadline
+	}
+	if e.activeDeadline.Before(e.inactiveDeadline) {
+		return e.activeDeadline
+	}
+	return e.inactiveDeadline
+}
+
+// deadlineQueue is a min-heap of entries by due time. Deadlines that move
+// later are not re-sorted (the entry is looked at early and pushed back);
+// deadlines that move earlier are, so nothing is ever late.
+type deadlineQueue []*entry
+
+func (q deadlineQueue) Len() int           { return len(q) }
+func (q deadlineQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q deadlineQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *deadlineQueue) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*q)
+	*q = append(*q, e)
+}
+func (q *deadlineQueue) Pop() any {
+	old := *q
+	n := len(old) - 1
+	e := old[n]
+	old[n] = nil
+	e.index = -1
+	*q = old[:n]
+	return e
+}
+
+// reschedule moves e earlier in the queue when its next deadline is earlier
+// than its place.
+func (q *deadlineQueue) reschedule(e *entry) {
+	if d := e.nextDeadline(); d.Before(e.due) {
+		e.due = d
+		heap.Fix(q, e.index)
+	}
+}

@@ -1,0 +1,69 @@
+package aggregate
+
+import "github.com/flowtel/flowtel/internal/flowrecord"
+
+// merge completes stored (one half of a connection) with what the other half,
+// in, knows: every non-empty Kubernetes field of in overwrites stored's, as
+// Antrea's Flow Aggregator does. Addresses, ports, counters, conntrack data
+// and the flow type stay the first record's, with one exception: when in is
+// the ingress Node's half of an SNATed from-external flow, stored learns the
+// external client as its source, the SNAT address and port, and becomes
+// FROM_EXTERNAL again; so either arrival order gives the same record.
+func merge(stored, in *flowrecord.Record) {
+	mergeEndpoint(&stored.Source, &in.Source)
+	mergeEndpoint(&stored.Destination, &in.Destination)
+	if in.OriginalDestinationAddress.IsValid() && !in.OriginalDestinationAddress.IsUnspecified() {
+		stored.OriginalDestinationAddress = in.OriginalDestinationAddress
+	}
+	setIf(&stored.OriginalDestinationPort, in.OriginalDestinationPort)
+	setIf(&stored.Service.PortName, in.Service.PortName)
+	setIf(&stored.Service.UID, in.Service.UID)
+	if in.Service.Address.IsValid() && !in.Service.Address.IsUnspecified() {
+		stored.Service.Address = in.Service.Address
+	}
+	setIf(&stored.Service.Port, in.Service.Port)
+	mergePolicy(&stored.IngressPolicy, &in.IngressPolicy)
+	mergePolicy(&stored.EgressPolicy, &in.EgressPolicy)
+	// Antrea does not merge Egress; we fill it when the stored half has none,
+	// since only the source Node knows it.
+	if stored.Egress.Name == "" && in.Egress.Name != "" {
+		stored.Egress = in.Egress
+	}
+	if in.IsIngressNodeFromExternal() {
+		stored.Source = in.Source
+		stored.ProxySNATAddress = in.ProxySNATAddress
+		stored.ProxySNATPort = in.ProxySNATPort
+		stored.FlowType = flowrecord.FlowTypeFromExternal
+	}
+}
+
+func mergeEndpoint(stored, in *flowrecord.Endpoint) {
+	setIf(&stored.Kind, in.Kind)
+	setIf(&stored.Namespace, in.Namespace)
+	setIf(&stored.PodName, in.PodName)
+	setIf(&stored.PodUID, in.PodUID)
+	if in.PodLabels != nil {
+		stored.PodLabels = in.PodLabels
+	}
+	setIf(&stored.WorkloadKind, in.WorkloadKind)
+	setIf(&stored.WorkloadName, in.WorkloadName)
+	setIf(&stored.NodeName, in.NodeName)
+	setIf(&stored.NodeUID, in.NodeUID)
+}
+
+func mergePolicy(stored, in *flowrecord.Policy) {
+	setIf(&stored.Type, in.Type)
+	setIf(&stored.Namespace, in.Namespace)
+	setIf(&stored.Name, in.Name)
+	setIf(&stored.UID, in.UID)
+	setIf(&stored.RuleName, in.RuleName)
+	setIf(&stored.RuleAction, in.RuleAction)
+}
+
+// setIf overwrites *dst with v unless v is the zero value.
+func setIf[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
+	}
+}

@@ -1,0 +1,226 @@
+// Package aggregate is the state of the flow_correlation processor's
+// aggregate mode: connections by correlation key, the pairing of their two
+// halves, Antrea's per-Node statistics, and the deadlines that decide when a
+// connection is exported and forgotten. It has no clock and no goroutine:
+// the caller passes the time, so every timer rule is tested deterministically.
+// A Table is not safe for concurrent use.
+package aggregate
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+)
+
+// Settings are the table's timeouts and bound.
+type Settings struct {
+	// ActiveTimeout: a ready connection is re-exported this long after its
+	// previous export, if new data arrived.
+	ActiveTimeout time.Duration
+	// InactiveTimeout: a connection is forgotten this long after its last record.
+	InactiveTimeout time.Duration
+	// PairingTimeout: a half without a peer is exported unpaired this long
+	// after it arrived.
+	PairingTimeout time.Duration
+	// MaxRecords bounds the connections held; 0 means unbounded.
+	MaxRecords int
+}
+
+// Reason says why a record is exported.
+type Reason uint8
+
+const (
+	ReasonReady          Reason = iota // first export: paired, or needs no pairing
+	ReasonActiveTimeout                // periodic re-export with new data
+	ReasonInactive                     // last export before the connection is forgotten
+	ReasonPairingTimeout               // no peer within the pairing timeout: exported unpaired
+	ReasonEvicted                      // exported early under the memory bound
+	ReasonFlush                        // exported at shutdown
+)
+
+var reasonNames = [...]string{"ready", "active_timeout", "inactive_timeout", "pairing_timeout", "evicted", "flush"}
+
+func (r Reason) String() string { return reasonNames[r] }
+
+// Emit receives each exported record. The record is only valid during the
+// call: encode or copy it there.
+type Emit func(r *flowrecord.Record, why Reason)
+
+// Table holds the connections being correlated.
+type Table struct {
+	s       Settings
+	entries map[string]*entry
+	queue   deadlineQueue
+	pending int // entries not ready: halves waiting for their peer
+
+	// OnPaired, when set, is told how long each pair waited for its second half.
+	OnPaired func(wait time.Duration)
+
+	out    flowrecord.Record // the record handed to Emit
+	outAgg flowrecord.Aggregation
+}
+
+// New returns an empty table.
+func New(s Settings) *Table {
+	return &Table{s: s, entries: make(map[string]*entry)}
+}
+
+// Len is the number of connections held.
+func (t *Table) Len() int { return len(t.entries) }
+
+// Pending is the number of held halves still waiting for their peer.
+func (t *Table) Pending() int { return t.pending }
+
+// Add folds r, received at now, into its connection, and emits what became
+// ready: a connection that needs no pairing on its first record, a pair when
+// its second half arrives. r is not retained (its maps may be). Records
+// without an end timestamp must be rejected by the caller.
+func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
+	key := r.Key
+	if key == "" {
+		key = r.CorrelationKey()
+	}
+	h := halfOf(r)
+	e, ok := t.entries[key]
+	if !ok {
+		e = t.insert(key, r, h, now)
+		if e.ready {
+			t.export(e, now, ReasonReady, emit)
+		}
+		e.due = e.nextDeadline()
+		heap.Push(&t.queue, e)
+		t.enforceBound(now, emit)
+		return
+	}
+	pairedNow := false
+	if e.required && !e.paired && !sameHalf(e.first, h) {
+		merge(&e.rec, r)
+		if !e.ready {
+			t.pending--
+		}
+		e.paired, e.ready, pairedNow = true, true, true
+		if t.OnPaired != nil {
+			t.OnPaired(now.Sub(e.firstSeen))
+		}
+	}
+	if addStats(e, r, h) {
+		e.updated = true
+		e.inactiveDeadline = now.Add(t.s.InactiveTimeout)
+	}
+	if pairedNow {
+		t.export(e, now, ReasonReady, emit)
+	}
+	t.queue.reschedule(e)
+}
+
+func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) *entry {
+	e := &entry{rec: *r, key: key, first: h, firstSeen: now, updated: true}
+	e.rec.Aggregation = nil
+	e.rec.Key = key
+	e.required = correlationRequired(r, h)
+	e.ready = !e.required
+	if !e.ready {
+		t.pending++
+	}
+	initStats(e, r, h)
+	e.pairingDeadline = now.Add(t.s.PairingTimeout)
+	e.activeDeadline = now.Add(t.s.ActiveTimeout)
+	e.inactiveDeadline = now.Add(t.s.InactiveTimeout)
+	t.entries[key] = e
+	return e
+}
+
+// Expire does what is due at now: exports pending halves whose pairing
+// timeout passed (unpaired), re-exports ready connections whose active
+// timeout passed if they have new data, and forgets connections whose
+// inactive timeout passed, after a last export if they have new data.
+func (t *Table) Expire(now time.Time, emit Emit) {
+	for len(t.queue) > 0 && !t.queue[0].due.After(now) {
+		e := t.queue[0]
+		if t.expire(e, now, emit) {
+			heap.Pop(&t.queue)
+			delete(t.entries, e.key)
+			continue
+		}
+		e.due = e.nextDeadline()
+		heap.Fix(&t.queue, 0)
+	}
+}
+
+// expire handles e at now and reports whether it is to be forgotten.
+func (t *Table) expire(e *entry, now time.Time, emit Emit) bool {
+	if !e.ready {
+		if now.Before(e.pairingDeadline) {
+			return false
+		}
+		t.pending--
+		e.ready = true // from now on an unpaired connection, exported like any other
+		t.export(e, now, ReasonPairingTimeout, emit)
+		return !now.Before(e.inactiveDeadline)
+	}
+	if !now.Before(e.inactiveDeadline) {
+		if e.updated {
+			t.export(e, now, ReasonInactive, emit)
+		}
+		return true
+	}
+	if !now.Before(e.activeDeadline) {
+		if e.updated {
+			t.export(e, now, ReasonActiveTimeout, emit)
+		} else {
+			e.activeDeadline = now.Add(t.s.ActiveTimeout)
+		}
+	}
+	return false
+}
+
+// enforceBound exports early and forgets the connections whose deadlines are
+// nearest while more than MaxRecords are held. Ready connections come first
+// in practice (their active deadline is nearer than a pending half's pairing
+// deadline); what has nothing new since its last export is forgotten without
+// an export, since nothing of it is unreported.
+func (t *Table) enforceBound(now time.Time, emit Emit) {
+	for t.s.MaxRecords > 0 && len(t.entries) > t.s.MaxRecords {
+		e := heap.Pop(&t.queue).(*entry)
+		delete(t.entries, e.key)
+		if !e.ready {
+			t.pending--
+		}
+		if !e.ready || e.updated {
+			t.export(e, now, ReasonEvicted, emit)
+		}
+	}
+}
+
+// Flush exports everything held that has not been reported (pending halves
+// as unpaired) and empties the table.
+func (t *Table) Flush(now time.Time, emit Emit) {
+	for _, e := range t.queue {
+		if !e.ready || e.updated {
+			t.export(e, now, ReasonFlush, emit)
+		}
+	}
+	clear(t.entries)
+	clear(t.queue)
+	t.pending = 0
+	t.queue = t.queue[:0]
+}
+
+// export hands a snapshot of e to emit, then starts a new reporting period:
+// deltas and throughputs reset, next periodic export one active timeout away.
+func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
+	t.out = e.rec
+	t.outAgg = e.agg
+	t.out.Aggregation = &t.outAgg
+	t.out.Observed = now
+	t.out.Correlation = e.state()
+	t.out.Evicted = why == ReasonEvicted
+	if e.paired {
+		t.out.Reporter.Side = flowrecord.SideBoth
+	}
+	emit(&t.out, why)
+	resetAfterExport(e)
+	e.updated = false
+	e.activeDeadline = now.Add(t.s.ActiveTimeout)
+}

@@ -1,0 +1,280 @@
+package flowcorrelationprocessor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor"
+	"go.uber.org/zap"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/aggregate"
+	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/metadata"
+)
+
+// flowProcessor is the flow_correlation processor, in either mode.
+type flowProcessor struct {
+	cfg     *Config
+	next    consumer.Logs
+	logger  *zap.Logger
+	tel     *telemetry
+	clock   clock
+	version string
+	out     *sender
+
+	// Aggregate mode only.
+	mu       sync.Mutex
+	table    *aggregate.Table
+	tick     time.Duration
+	stop     chan struct{}
+	done     chan struct{}
+	started  atomic.Bool
+	stopOnce sync.Once
+
+	decoded sync.Pool // *[]flowrecord.Record, decode buffers
+}
+
+func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clk clock) (*flowProcessor, error) {
+	tel, err := newTelemetry(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	p := &flowProcessor{
+		cfg: cfg, next: next, logger: set.Logger, tel: tel, clock: clk, version: set.BuildInfo.Version,
+		out:  &sender{next: next, tel: tel, logger: set.Logger, limit: cfg.MaxRecords},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	p.decoded.New = func() any { s := make([]flowrecord.Record, 0, 64); return &s }
+	if cfg.Mode == ModeAggregate {
+		p.table = aggregate.New(aggregate.Settings{
+			ActiveTimeout:   cfg.ActiveTimeout,
+			InactiveTimeout: cfg.InactiveTimeout,
+			PairingTimeout:  cfg.pairingTimeout(),
+			MaxRecords:      cfg.MaxRecords,
+		})
+		p.table.OnPaired = func(wait time.Duration) {
+			p.tel.pairs.Add(context.Background(), 1)
+			p.tel.timeToPair.Record(context.Background(), wait.Seconds())
+		}
+		p.tick = tickInterval(cfg)
+	}
+	return p, nil
+}
+
+// tickInterval is how often timers are checked: every second, as Antrea's
+// Flow Aggregator, or more often when a timeout is shorter than a few seconds.
+func tickInterval(cfg *Config) time.Duration {
+	shortest := min(cfg.ActiveTimeout, cfg.InactiveTimeout, cfg.pairingTimeout())
+	return max(min(time.Second, shortest/4), time.Millisecond)
+}
+
+func (p *flowProcessor) Capabilities() consumer.Capabilities {
+	// Proxy mode rewrites records in place; aggregate mode only reads its input.
+	return consumer.Capabilities{MutatesData: p.cfg.Mode == ModeProxy}
+}
+
+// Start runs the timer goroutine of aggregate mode.
+func (p *flowProcessor) Start(context.Context, component.Host) error {
+	if p.table != nil && p.started.CompareAndSwap(false, true) {
+		go p.timerLoop()
+	}
+	return nil
+}
+
+// Shutdown stops the timers, exports everything held and makes a last
+// attempt at records waiting for a retry.
+func (p *flowProcessor) Shutdown(ctx context.Context) error {
+	var err error
+	p.stopOnce.Do(func() {
+		close(p.stop)
+		if p.started.Load() {
+			select {
+			case <-p.done:
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+		if p.table != nil {
+			p.flush(ctx)
+		}
+		p.out.retryDue(ctx, p.clock.Now(), true)
+		err = errors.Join(err, p.tel.shutdown())
+	})
+	return err
+}
+
+func (p *flowProcessor) timerLoop() {
+	defer close(p.done)
+	t := p.clock.NewTicker(p.tick)
+	defer t.Stop()
+	ctx := context.Background()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C():
+			p.onTick(ctx)
+		}
+	}
+}
+
+// onTick exports what the timers made due and retries refused records.
+func (p *flowProcessor) onTick(ctx context.Context) {
+	b := newBatch(metadata.ScopeName, p.version)
+	p.mu.Lock()
+	now := p.clock.Now()
+	p.table.Expire(now, p.emitter(ctx, b))
+	p.updateGauges()
+	p.mu.Unlock()
+	p.out.send(ctx, b, now)
+	p.out.retryDue(ctx, now, false)
+}
+
+func (p *flowProcessor) flush(ctx context.Context) {
+	b := newBatch(metadata.ScopeName, p.version)
+	p.mu.Lock()
+	now := p.clock.Now()
+	p.table.Flush(now, p.emitter(ctx, b))
+	p.updateGauges()
+	p.mu.Unlock()
+	p.out.send(ctx, b, now)
+}
+
+// emitter encodes the table's exports into b and counts what they mean.
+func (p *flowProcessor) emitter(ctx context.Context, b *batch) aggregate.Emit {
+	return func(r *flowrecord.Record, why aggregate.Reason) {
+		b.add(r)
+		if r.Correlation == flowrecord.CorrelationUnpaired && why != aggregate.ReasonActiveTimeout && why != aggregate.ReasonInactive {
+			p.tel.unpaired.Add(ctx, 1, withReason(why.String()))
+		}
+		if why == aggregate.ReasonEvicted {
+			p.tel.earlyExported.Add(ctx, 1)
+		}
+	}
+}
+
+func (p *flowProcessor) updateGauges() {
+	p.tel.pending.Store(int64(p.table.Pending()))
+	p.tel.held.Store(int64(p.table.Len()))
+}
+
+// ConsumeLogs takes a batch of flow records from the node collectors.
+func (p *flowProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	if p.table == nil {
+		return p.proxy(ctx, ld)
+	}
+	return p.aggregate(ctx, ld)
+}
+
+// aggregate folds the batch into the table and emits, synchronously, what
+// became ready (pairs, records that need no pairing). The batch itself is
+// consumed: a downstream refusal is retried by the processor, not returned.
+func (p *flowProcessor) aggregate(ctx context.Context, ld plog.Logs) error {
+	bufp := p.decoded.Get().(*[]flowrecord.Record)
+	recs := p.decodeAll(ctx, ld, (*bufp)[:0])
+	b := newBatch(metadata.ScopeName, p.version)
+	p.mu.Lock()
+	now := p.clock.Now()
+	emit := p.emitter(ctx, b)
+	for i := range recs {
+		p.table.Add(&recs[i], now, emit)
+	}
+	p.updateGauges()
+	p.mu.Unlock()
+	clear(recs) // drop references to labels maps before pooling
+	*bufp = recs[:0]
+	p.decoded.Put(bufp)
+	p.out.send(ctx, b, now)
+	return nil
+}
+
+// decodeAll decodes every record of ld into recs. A record that fails is
+// counted, logged with the attribute at fault, and left out alone.
+func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, recs []flowrecord.Record) []flowrecord.Record {
+	var received int64
+	rls := ld.ResourceLogs()
+	for i := range rls.Len() {
+		sls := rls.At(i).ScopeLogs()
+		for j := range sls.Len() {
+			lrs := sls.At(j).LogRecords()
+			for k := range lrs.Len() {
+				received++
+				recs = append(recs, flowrecord.Record{})
+				if !p.decodeOne(ctx, lrs.At(k), &recs[len(recs)-1]) {
+					recs = recs[:len(recs)-1]
+				}
+			}
+		}
+	}
+	p.tel.received.Add(ctx, received)
+	return recs
+}
+
+// decodeOne decodes lr into r and reports whether r can be used.
+func (p *flowProcessor) decodeOne(ctx context.Context, lr plog.LogRecord, r *flowrecord.Record) bool {
+	if err := flowrecord.Decode(lr, r); err != nil {
+		p.tel.dropped.Add(ctx, 1, withReason(reasonDecodeError))
+		p.logger.Error("dropping a flow record that does not decode", zap.Error(err))
+		return false
+	}
+	if p.table != nil && r.End.IsZero() {
+		// Without an end time there is no ordering and no throughput (Antrea drops these too).
+		p.tel.dropped.Add(ctx, 1, withReason(reasonMissingTimestamp))
+		p.logger.Error("dropping a flow record without an end time (LogRecord Timestamp is 0)",
+			zap.String("flow.key", r.Key))
+		return false
+	}
+	return true
+}
+
+// proxy rewrites each record in place with its flow direction and original
+// exporter, and passes the batch on; errors go back to the sender, since
+// nothing is held.
+func (p *flowProcessor) proxy(ctx context.Context, ld plog.Logs) error {
+	peer := peerAddress(ctx)
+	var r flowrecord.Record
+	var received int64
+	var byState [4]int64
+	rls := ld.ResourceLogs()
+	for i := range rls.Len() {
+		sls := rls.At(i).ScopeLogs()
+		for j := range sls.Len() {
+			sls.At(j).LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				received++
+				if !p.decodeOne(ctx, lr, &r) {
+					return true
+				}
+				r.Direction = flowDirection(&r)
+				if !r.Origin.ExporterAddress.IsValid() {
+					r.Origin.ExporterAddress = peer
+				}
+				flowrecord.Encode(&r, lr)
+				if int(r.Correlation) < len(byState) {
+					byState[r.Correlation]++
+				}
+				return false
+			})
+		}
+	}
+	p.tel.received.Add(ctx, received)
+	n := ld.LogRecordCount()
+	if n == 0 {
+		return nil
+	}
+	if err := p.next.ConsumeLogs(ctx, ld); err != nil {
+		p.tel.failed.Add(ctx, int64(n), withReason(reasonDownstreamError))
+		return err
+	}
+	for st, c := range byState {
+		if c > 0 {
+			p.tel.emitted.Add(ctx, c, stateOption(flowrecord.CorrelationState(st)))
+		}
+	}
+	return nil
+}
