@@ -1,0 +1,331 @@
+package store
+
+import (
+	"time"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+)
+
+// Config holds the store's timers and bound.
+type Config struct {
+	// ActiveTimeout is how often a connection that keeps changing is exported.
+	ActiveTimeout time.Duration
+	// IdleTimeout is how long a connection may stay unchanged before one last
+	// idle record is exported and it leaves the expiry queue.
+	IdleTimeout time.Duration
+	// StaleTimeout removes a connection gone from conntrack whose final record
+	// could not be exported within this time since its last export.
+	StaleTimeout time.Duration
+	// MaxConnections bounds the store; 0 means no bound. New connections over
+	// the bound are shed (counted by Observe's caller).
+	MaxConnections int
+}
+
+// entry is one stored connection and its export state. Times are Unix
+// nanoseconds: they are compared often and stored for every connection.
+type entry struct {
+	conn Conn
+	// prev is what the last export reported (Antrea's Prev* fields).
+	prevOrig, prevReply Counters
+	prevTCPState        uint8
+
+	firstSeen, lastSeen, lastExport int64
+	activeExpire, idleExpire        int64
+
+	index   int   // position in the expiry heap, -1 when not queued
+	heapKey int64 // the expiry the heap orders it by (see expiryHeap)
+	seen  uint64 // the poll generation that last saw the entry
+
+	// frozen: conntrack said the connection is dying (TIME_WAIT/CLOSE/DYING);
+	// later observations are ignored, as Antrea does.
+	frozen bool
+	// gone: the entry vanished from conntrack (or a DESTROY event said so).
+	gone bool
+	// readyToDelete: the final (end-of-flow) record was exported.
+	readyToDelete bool
+}
+
+func (e *entry) expiryNanos() int64 { return min(e.activeExpire, e.idleExpire) }
+
+// changed reports whether the connection changed since its last export:
+// packets or TCP state (Antrea's IsActive test), or bytes.
+func (e *entry) changed() bool {
+	c := &e.conn
+	return c.Orig != e.prevOrig || c.Reply != e.prevReply || (c.IsTCP() && c.TCPState != e.prevTCPState)
+}
+
+func (e *entry) dying() bool { return e.gone || e.conn.Dying() }
+
+// Export is one record's worth of a connection, taken at export time.
+type Export struct {
+	Conn Conn
+	// Start is the conntrack start time, or when the store first saw the
+	// connection if conntrack timestamps are off.
+	Start time.Time
+	// End is the conntrack stop time of a dying entry, else the last poll (or
+	// event) that observed the connection.
+	End time.Time
+	// OrigDelta and ReplyDelta count what happened since the previous export,
+	// clamped at 0 when a counter went backwards.
+	OrigDelta, ReplyDelta Counters
+	Reason                flowrecord.EndReason
+}
+
+// PollStats summarises one poll's effect on the store.
+type PollStats struct {
+	Observed, New, Shed, Gone, Deleted int
+	// Stale counts gone connections removed before their final record could
+	// be exported (StaleTimeout passed); the caller counts them as lost.
+	Stale int
+}
+
+// Store holds the connections of one conntrack table.
+type Store struct {
+	cfg   Config
+	conns map[Key]*entry
+	queue expiryHeap
+	gen   uint64
+	now   int64
+	stats PollStats
+	// free holds deleted entries for reuse: a steady churn of connections
+	// then allocates nothing.
+	free []*entry
+}
+
+// New returns an empty store.
+func New(cfg Config) *Store {
+	return &Store{cfg: cfg, conns: make(map[Key]*entry), queue: make(expiryHeap, 0, 1024)}
+}
+
+// Len is the number of connections held.
+func (s *Store) Len() int { return len(s.conns) }
+
+// Queued is the number of connections waiting in the expiry queue.
+func (s *Store) Queued() int { return len(s.queue) }
+
+// BeginPoll starts applying a fresh dump taken at now. Every connection the
+// dump holds must then be passed to Observe, and the dump closed with EndPoll.
+func (s *Store) BeginPoll(now time.Time) {
+	s.gen++
+	s.now = now.UnixNano()
+	s.stats = PollStats{}
+}
+
+// Observe applies one dumped conntrack entry. It returns false when the entry
+// is a new connection that did not fit under MaxConnections (shed).
+func (s *Store) Observe(c *Conn) bool {
+	s.stats.Observed++
+	e, ok := s.conns[c.Key]
+	if ok && e.readyToDelete && c.ID != 0 && c.ID != e.conn.ID {
+		// The final record of the previous connection on this 5-tuple went
+		// out; this is a new connection reusing the tuple.
+		s.delete(e)
+		ok = false
+	}
+	if !ok {
+		e = s.insert(c)
+		if e == nil {
+			return false
+		}
+		e.seen = s.gen
+		return true
+	}
+	e.seen = s.gen
+	e.lastSeen = s.now
+	if e.frozen || e.readyToDelete {
+		// Frozen once dying: the exported end-of-flow state stays the truth.
+		return true
+	}
+	// An entry missing from one dump (an interrupted dump) that is back is alive.
+	e.gone = false
+	moved := c.Orig != e.conn.Orig || c.Reply != e.conn.Reply || c.TCPState != e.conn.TCPState
+	s.update(e, c)
+	switch {
+	case e.index < 0 && e.changed():
+		// It went idle earlier and is active again: back in the queue.
+		e.activeExpire = s.now + int64(s.cfg.ActiveTimeout)
+		e.idleExpire = s.now + int64(s.cfg.IdleTimeout)
+		s.queue.push(e)
+	case e.index >= 0 && moved:
+		// Traffic since the previous poll: the idle clock restarts. The heap
+		// is not fixed (see expiryHeap).
+		e.idleExpire = s.now + int64(s.cfg.IdleTimeout)
+	}
+	return true
+}
+
+// update copies a fresh observation into e, keeping what the first
+// observation knew when the new one does not.
+func (s *Store) update(e *entry, c *Conn) {
+	start := e.conn.Start
+	e.conn = *c
+	if e.conn.Start == 0 {
+		e.conn.Start = start
+	}
+	if e.conn.Dying() {
+		e.frozen = true
+	}
+}
+
+func (s *Store) insert(c *Conn) *entry {
+	if s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections {
+		s.stats.Shed++
+		return nil
+	}
+	s.stats.New++
+	var e *entry
+	if n := len(s.free); n > 0 {
+		e = s.free[n-1]
+		s.free = s.free[:n-1]
+	} else {
+		e = new(entry)
+	}
+	*e = entry{conn: *c, firstSeen: s.now, lastSeen: s.now, index: -1}
+	if e.conn.Start == 0 {
+		e.conn.Start = s.now
+	}
+	e.lastExport = e.conn.Start
+	e.frozen = e.conn.Dying()
+	e.activeExpire = s.now + int64(s.cfg.ActiveTimeout)
+	e.idleExpire = s.now + int64(s.cfg.IdleTimeout)
+	s.conns[c.Key] = e
+	s.queue.push(e)
+	return e
+}
+
+func (s *Store) delete(e *entry) {
+	if e.index >= 0 {
+		s.queue.remove(e)
+	}
+	delete(s.conns, e.conn.Key)
+	s.stats.Deleted++
+	if len(s.free) < 4096 {
+		s.free = append(s.free, e)
+	}
+}
+
+// EndPoll finishes a poll: connections the dump did not hold are gone. A gone
+// connection whose final record went out is deleted; one seen gone for the
+// first time is queued for its end-of-flow record right away if it had left
+// the queue (went idle) — Antrea never reports those; one gone and unexported
+// past StaleTimeout is removed.
+func (s *Store) EndPoll() PollStats {
+	stale := int64(s.cfg.StaleTimeout)
+	for _, e := range s.conns {
+		if e.seen == s.gen {
+			continue
+		}
+		switch {
+		case e.readyToDelete:
+			s.delete(e)
+		case !e.gone:
+			e.gone = true
+			s.stats.Gone++
+			if e.index < 0 {
+				e.activeExpire, e.idleExpire = s.now, s.now
+				s.queue.push(e)
+			}
+		case stale > 0 && s.now-e.lastExport >= stale:
+			s.delete(e)
+			s.stats.Stale++
+		}
+	}
+	return s.stats
+}
+
+// Final applies a conntrack DESTROY event (the entry's last counters) at now.
+// A connection the store never saw (opened and closed between two polls) is
+// added so that its only record is an end-of-flow one. It returns false when
+// such a connection was shed.
+func (s *Store) Final(c *Conn, now time.Time) bool {
+	n := now.UnixNano()
+	e, ok := s.conns[c.Key]
+	if ok && e.readyToDelete {
+		return true // its final record already went out
+	}
+	if !ok {
+		s.now = n
+		e = s.insert(c)
+		if e == nil {
+			return false
+		}
+		// Not part of any poll: keep the next EndPoll from treating its
+		// absence as news.
+		e.seen = s.gen
+	} else if !e.frozen && !e.gone {
+		s.update(e, c)
+	}
+	e.lastSeen = n
+	e.gone = true
+	e.frozen = true
+	if e.conn.Stop == 0 {
+		e.conn.Stop = n
+	}
+	if e.index >= 0 {
+		s.queue.remove(e)
+	}
+	e.activeExpire, e.idleExpire = n, n
+	s.queue.push(e)
+	return true
+}
+
+// NextExpiry returns a time no later than the earliest export due.
+func (s *Store) NextExpiry() (time.Time, bool) { return s.queue.peekKey() }
+
+// Expired exports every connection due at now (its active or idle expiry
+// passed), appending to dst. For each: a dying one gets its end-of-flow record
+// (3) and leaves the queue for good; one unchanged since its previous export
+// gets an idle record (1) and leaves the queue until it changes again; any
+// other gets an active-timeout record (2) and is re-queued one active timeout
+// later. Deltas are against the previous export.
+func (s *Store) Expired(now time.Time, dst []Export) []Export {
+	n := now.UnixNano()
+	for len(s.queue) > 0 && s.queue[0].heapKey <= n {
+		e := s.queue[0]
+		if e.expiryNanos() > n {
+			s.queue.fix(0) // its idle expiry moved on since it was placed
+			continue
+		}
+		s.queue.remove(e)
+		x := Export{Conn: e.conn, Start: time.Unix(0, e.conn.Start)}
+		if e.conn.Stop != 0 {
+			x.End = time.Unix(0, e.conn.Stop)
+		} else {
+			x.End = time.Unix(0, e.lastSeen)
+		}
+		x.OrigDelta = delta(e.conn.Orig, e.prevOrig)
+		x.ReplyDelta = delta(e.conn.Reply, e.prevReply)
+		// Antrea's IsActive: anything new since the previous export? An
+		// unchanged connection gets an idle record, whichever timer fired.
+		idle := !e.changed()
+		e.prevOrig, e.prevReply, e.prevTCPState = e.conn.Orig, e.conn.Reply, e.conn.TCPState
+		e.lastExport = n
+		switch {
+		case e.dying():
+			x.Reason = flowrecord.EndReasonEndOfFlow
+			e.readyToDelete = true
+		case idle:
+			x.Reason = flowrecord.EndReasonIdleTimeout
+		default:
+			x.Reason = flowrecord.EndReasonActiveTimeout
+			e.activeExpire = n + int64(s.cfg.ActiveTimeout)
+			if e.idleExpire <= n {
+				e.idleExpire = n + int64(s.cfg.IdleTimeout)
+			}
+			s.queue.push(e)
+		}
+		dst = append(dst, x)
+	}
+	return dst
+}
+
+func delta(cur, prev Counters) Counters {
+	var d Counters
+	if cur.Packets > prev.Packets {
+		d.Packets = cur.Packets - prev.Packets
+	}
+	if cur.Bytes > prev.Bytes {
+		d.Bytes = cur.Bytes - prev.Bytes
+	}
+	return d
+}
