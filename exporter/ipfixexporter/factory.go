@@ -1,0 +1,71 @@
+package ipfixexporter
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
+	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/metadata"
+)
+
+// NewFactory returns the factory of the ipfix exporter.
+func NewFactory() exporter.Factory {
+	return exporter.NewFactory(metadata.Type, createDefaultConfig,
+		exporter.WithLogs(createLogs, metadata.LogsStability))
+}
+
+// Defaults. The sending queue batches records so that messages fill up: a batch
+// is flushed at 1000 records or after 1 s (Antrea's exporter flush interval).
+const (
+	defaultBatchFlush   = time.Second
+	defaultBatchMinSize = 1000
+	defaultTemplateTTL  = 600 * time.Second
+)
+
+func createDefaultConfig() component.Config {
+	q := exporterhelper.NewDefaultQueueConfig()
+	// One consumer keeps records in order on the single connection.
+	q.NumConsumers = 1
+	q.Batch = configoptional.Some(exporterhelper.BatchConfig{
+		FlushTimeout: defaultBatchFlush,
+		Sizer:        exporterhelper.RequestSizerTypeItems,
+		MinSize:      defaultBatchMinSize,
+	})
+	retry := configretry.NewDefaultBackOffConfig()
+	retry.InitialInterval = backoffInitial
+	retry.MaxInterval = backoffMax
+	return &Config{
+		TimeoutConfig:           exporterhelper.NewDefaultTimeoutConfig(),
+		QueueConfig:             configoptional.Some(q),
+		RetryConfig:             retry,
+		Transport:               TransportTCP,
+		TLS:                     configtls.NewDefaultClientConfig(),
+		Format:                  FormatIPFIX,
+		RecordLayout:            string(layout.Aggregate),
+		IncludeK8sNames:         true,
+		TemplateRefreshInterval: defaultTemplateTTL,
+	}
+}
+
+func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
+	c := cfg.(*Config)
+	e, err := newExporter(c, set)
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		exporterhelper.WithTimeout(c.TimeoutConfig),
+		exporterhelper.WithRetry(c.RetryConfig),
+		exporterhelper.WithQueue(c.QueueConfig),
+		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown))
+}
