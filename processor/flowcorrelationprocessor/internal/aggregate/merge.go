@@ -37,7 +37,14 @@ func merge(stored, in *flowrecord.Record) {
 	}
 }
 
+// mergeEndpoint fills stored's identity from in when both describe the same
+// address. They differ for the source of a from-external flow: the ingress
+// Node sees the external client, the destination Node the SNAT address (a
+// Node endpoint), which must not overwrite the client's identity.
 func mergeEndpoint(stored, in *flowrecord.Endpoint) {
+	if stored.Address.Unmap() != in.Address.Unmap() {
+		return
+	}
 	setIf(&stored.Kind, in.Kind)
 	setIf(&stored.Namespace, in.Namespace)
 	setIf(&stored.PodName, in.PodName)

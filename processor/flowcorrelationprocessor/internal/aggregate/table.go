@@ -217,7 +217,8 @@ func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
 	t.out.Correlation = e.state()
 	t.out.Evicted = why == ReasonEvicted
 	if e.paired {
-		t.out.Reporter.Side = flowrecord.SideBoth
+		// Both Nodes reported it; they are named in the endpoints.
+		t.out.Reporter = flowrecord.Reporter{Side: flowrecord.SideBoth}
 	}
 	emit(&t.out, why)
 	resetAfterExport(e)
