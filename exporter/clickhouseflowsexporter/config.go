@@ -1,0 +1,143 @@
+package clickhouseflowsexporter
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"time"
+
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+)
+
+// Environment variables read when username or password are not configured.
+// They are the names Antrea's Flow Aggregator uses, so an existing
+// clickhouse-secret can be mounted unchanged.
+const (
+	envUsername = "CH_USERNAME"
+	envPassword = "CH_PASSWORD"
+)
+
+// Config is the clickhouse_flows exporter configuration.
+type Config struct {
+	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
+	QueueConfig   configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	RetryConfig   configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
+
+	// Endpoint is the server's native-protocol address: tcp://host:9000 or
+	// tls://host:9440. HTTP is not supported (see README).
+	Endpoint string `mapstructure:"endpoint"`
+	// Username and Password default to $CH_USERNAME / $CH_PASSWORD, then to
+	// the user "default" with an empty password.
+	Username string              `mapstructure:"username"`
+	Password configopaque.String `mapstructure:"password"`
+	// Database and Table name the flows table (default `default`.`flows`).
+	Database string `mapstructure:"database"`
+	Table    string `mapstructure:"table"`
+	// CreateSchema creates the database and the table when they are missing.
+	CreateSchema bool `mapstructure:"create_schema"`
+	// TTL, when positive, is added to a table this exporter creates as
+	// `TTL timeInserted + INTERVAL <ttl> SECOND`, on servers that support it (19.6+).
+	TTL time.Duration `mapstructure:"ttl"`
+	// ClusterUUID is written to the clusterUUID column. When empty, the
+	// resource attribute k8s.cluster.uid of each record's resource is used.
+	ClusterUUID string `mapstructure:"cluster_uuid"`
+	// Compression of the native protocol blocks: lz4 (default), zstd or none.
+	Compression string `mapstructure:"compression"`
+	// DialTimeout bounds connecting to the server.
+	DialTimeout time.Duration `mapstructure:"dial_timeout"`
+	// TLS is used with tls:// endpoints: ca_file, insecure_skip_verify,
+	// client certificates, server_name_override.
+	TLS configtls.ClientConfig `mapstructure:"tls"`
+
+	_ struct{}
+}
+
+// identifier is what we accept as a database or table name: it is quoted with
+// backticks in every statement, so only refuse what would need escaping.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+var compressions = map[string]bool{"lz4": true, "zstd": true, "none": true}
+
+// Validate checks the configuration; the collector calls it after unmarshalling.
+func (c *Config) Validate() error {
+	var errs []error
+	if _, _, err := c.endpoint(); err != nil {
+		errs = append(errs, err)
+	}
+	if !identifier.MatchString(c.Database) {
+		errs = append(errs, fmt.Errorf("database %q: want a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", c.Database))
+	}
+	if !identifier.MatchString(c.Table) {
+		errs = append(errs, fmt.Errorf("table %q: want a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", c.Table))
+	}
+	if c.TTL < 0 {
+		errs = append(errs, fmt.Errorf("ttl %s: must not be negative", c.TTL))
+	}
+	if c.TTL > 0 && c.TTL < time.Second {
+		errs = append(errs, fmt.Errorf("ttl %s: must be at least 1s (ClickHouse TTLs have second resolution)", c.TTL))
+	}
+	if !compressions[c.Compression] {
+		errs = append(errs, fmt.Errorf("compression %q: want lz4, zstd or none", c.Compression))
+	}
+	if c.DialTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("dial_timeout %s: must be positive", c.DialTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// endpoint parses Endpoint into host:port and whether TLS is used.
+func (c *Config) endpoint() (addr string, secure bool, err error) {
+	if c.Endpoint == "" {
+		return "", false, errors.New("endpoint: required (tcp://host:9000 or tls://host:9440)")
+	}
+	u, err := url.Parse(c.Endpoint)
+	if err != nil {
+		return "", false, fmt.Errorf("endpoint %q: %w", c.Endpoint, err)
+	}
+	switch u.Scheme {
+	case "tcp":
+	case "tls":
+		secure = true
+	case "http", "https":
+		return "", false, fmt.Errorf("endpoint %q: the HTTP interface is not supported; use the native protocol (tcp://host:9000 or tls://host:9440), which every ClickHouse version speaks", c.Endpoint)
+	default:
+		return "", false, fmt.Errorf("endpoint %q: scheme must be tcp:// or tls://", c.Endpoint)
+	}
+	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return "", false, fmt.Errorf("endpoint %q: must be scheme://host:port only (set username, password and database separately)", c.Endpoint)
+	}
+	host, port := u.Hostname(), u.Port()
+	if host == "" {
+		return "", false, fmt.Errorf("endpoint %q: missing host", c.Endpoint)
+	}
+	if port == "" {
+		port = "9000"
+		if secure {
+			port = "9440"
+		}
+	}
+	return net.JoinHostPort(host, port), secure, nil
+}
+
+// credentials returns the user and password: configured values first, then
+// the environment, then ClickHouse's "default" user.
+func (c *Config) credentials() (user, password string) {
+	user, password = c.Username, string(c.Password)
+	if user == "" {
+		user = os.Getenv(envUsername)
+	}
+	if password == "" {
+		password = os.Getenv(envPassword)
+	}
+	if user == "" {
+		user = "default"
+	}
+	return user, password
+}

@@ -1,0 +1,358 @@
+package clickhouseflowsexporter
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+
+	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
+	"github.com/flowtel/flowtel/internal/flowrecord"
+)
+
+// flowsExporter writes flow records into the flows table.
+type flowsExporter struct {
+	cfg       *Config
+	logger    *zap.Logger
+	tel       *telemetry
+	addr      string
+	secure    bool
+	table     string // `database`.`table`, for messages
+	insertSQL string
+
+	conn driver.Conn
+
+	// ready is set once the server has been reached and the table verified
+	// (at Start, or before the first insert when the server was down at Start).
+	mu      sync.Mutex
+	ready   bool
+	version flowtable.Version
+
+	blocks sync.Pool // *flowtable.Block
+}
+
+func newFlowsExporter(cfg *Config, set component.TelemetrySettings) (*flowsExporter, error) {
+	addr, secure, err := cfg.endpoint()
+	if err != nil {
+		return nil, err
+	}
+	tel, err := newTelemetry(set)
+	if err != nil {
+		return nil, err
+	}
+	e := &flowsExporter{
+		cfg: cfg, logger: set.Logger, tel: tel, addr: addr, secure: secure,
+		table:     flowtable.QualifiedName(cfg.Database, cfg.Table),
+		insertSQL: flowtable.InsertStatement(cfg.Database, cfg.Table),
+	}
+	e.blocks.New = func() any { return flowtable.NewBlock(1024) }
+	return e, nil
+}
+
+func (e *flowsExporter) start(ctx context.Context, _ component.Host) error {
+	opts, err := e.options(ctx)
+	if err != nil {
+		return err
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		return fmt.Errorf("clickhouse_flows: %w", err)
+	}
+	e.conn = conn
+	err = e.prepare(ctx)
+	var unreachable *unreachableError
+	if errors.As(err, &unreachable) {
+		// The server may come up after the collector (a rollout, a restart):
+		// do not fail Start; the table is verified before the first insert,
+		// and inserts are retried meanwhile.
+		e.logger.Warn("ClickHouse is not reachable yet; the table will be verified before the first insert", zap.Error(err))
+		return nil
+	}
+	return err
+}
+
+func (e *flowsExporter) shutdown(context.Context) error {
+	if e.conn == nil {
+		return nil
+	}
+	return e.conn.Close()
+}
+
+func (e *flowsExporter) options(ctx context.Context) (*clickhouse.Options, error) {
+	user, password := e.cfg.credentials()
+	opts := &clickhouse.Options{
+		Protocol:    clickhouse.Native,
+		Addr:        []string{e.addr},
+		Auth:        clickhouse.Auth{Username: user, Password: password},
+		DialTimeout: e.cfg.DialTimeout,
+		// The insert context (exporterhelper's timeout) bounds each request;
+		// ReadTimeout only guards against a server that stops answering.
+		ReadTimeout:  e.cfg.TimeoutConfig.Timeout + e.cfg.DialTimeout,
+		MaxOpenConns: 16,
+		MaxIdleConns: 8,
+		Compression:  &clickhouse.Compression{Method: compressionMethod(e.cfg.Compression)},
+	}
+	if opts.ReadTimeout <= e.cfg.DialTimeout { // timeout 0 means none
+		opts.ReadTimeout = 0
+	}
+	if e.secure {
+		tlsCfg := e.cfg.TLS
+		tlsCfg.Insecure = false // tls:// always encrypts
+		c, err := tlsCfg.LoadTLSConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse_flows: tls: %w", err)
+		}
+		if c == nil {
+			c = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		if c.ServerName == "" && !c.InsecureSkipVerify {
+			c.ServerName, _, _ = net.SplitHostPort(e.addr)
+		}
+		opts.TLS = c
+	}
+	return opts, nil
+}
+
+func compressionMethod(name string) clickhouse.CompressionMethod {
+	switch name {
+	case "zstd":
+		return clickhouse.CompressionZSTD
+	case "none":
+		return clickhouse.CompressionNone
+	default:
+		return clickhouse.CompressionLZ4
+	}
+}
+
+// prepare reaches the server, creates the schema when configured to, and
+// verifies that the table has every column we write. It runs once.
+func (e *flowsExporter) prepare(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ready {
+		return nil
+	}
+	if err := e.conn.Ping(ctx); err != nil {
+		return e.connectError(err)
+	}
+	sv, err := e.conn.ServerVersion()
+	if err != nil {
+		return e.connectError(err)
+	}
+	e.version = flowtable.Version{Major: sv.Version.Major, Minor: sv.Version.Minor, Patch: sv.Version.Patch}
+	if e.cfg.CreateSchema {
+		if err := e.createSchema(ctx); err != nil {
+			return err
+		}
+	}
+	if err := e.verifyTable(ctx); err != nil {
+		return err
+	}
+	e.ready = true
+	e.logger.Info("Writing flow records to ClickHouse",
+		zap.String("endpoint", e.cfg.Endpoint), zap.String("table", e.table), zap.Stringer("server_version", e.version))
+	return nil
+}
+
+// unreachableError is a failure to reach the server at all (as opposed to the
+// server refusing us), which Start tolerates.
+type unreachableError struct{ err error }
+
+func (u *unreachableError) Error() string { return u.err.Error() }
+func (u *unreachableError) Unwrap() error { return u.err }
+
+// ClickHouse exception codes we explain.
+const (
+	codeUnknownUser          = 192
+	codeWrongPassword        = 193
+	codeRequiredPassword     = 194
+	codeAuthenticationFailed = 516
+)
+
+func (e *flowsExporter) connectError(err error) error {
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		switch ex.Code {
+		case codeUnknownUser, codeWrongPassword, codeRequiredPassword, codeAuthenticationFailed:
+			user, _ := e.cfg.credentials()
+			return fmt.Errorf("clickhouse_flows: authentication as user %q at %s failed (check username/password or $%s/$%s): %w",
+				user, e.cfg.Endpoint, envUsername, envPassword, err)
+		}
+		return fmt.Errorf("clickhouse_flows: server at %s refused the connection: %w", e.cfg.Endpoint, err)
+	}
+	return &unreachableError{fmt.Errorf("clickhouse_flows: cannot reach ClickHouse at %s: %w", e.cfg.Endpoint, err)}
+}
+
+func (e *flowsExporter) createSchema(ctx context.Context) error {
+	if err := e.conn.Exec(ctx, flowtable.CreateDatabase(e.cfg.Database)); err != nil {
+		return fmt.Errorf("clickhouse_flows: create database %s: %w", flowtable.Quote(e.cfg.Database), err)
+	}
+	ttl := e.cfg.TTL
+	if ttl > 0 && !e.version.SupportsTTL() {
+		e.logger.Warn("ttl is ignored: this ClickHouse server does not support table TTLs (they need 19.6 or newer)",
+			zap.Stringer("server_version", e.version), zap.Duration("ttl", ttl))
+		ttl = 0
+	}
+	if err := e.conn.Exec(ctx, flowtable.CreateTable(e.cfg.Database, e.cfg.Table, ttl)); err != nil {
+		return fmt.Errorf("clickhouse_flows: create table %s: %w", e.table, err)
+	}
+	return nil
+}
+
+// verifyTable fails with a clear error when the database or table is missing
+// or lacks a column we write, instead of letting every insert fail later.
+func (e *flowsExporter) verifyTable(ctx context.Context) error {
+	// Names are validated identifiers, so they can be inlined as literals.
+	var n uint64
+	q := fmt.Sprintf("SELECT count() FROM system.databases WHERE name = '%s'", e.cfg.Database)
+	if err := e.conn.QueryRow(ctx, q).Scan(&n); err != nil {
+		return fmt.Errorf("clickhouse_flows: checking database %s: %w", flowtable.Quote(e.cfg.Database), err)
+	}
+	if n == 0 {
+		return fmt.Errorf("clickhouse_flows: database %s does not exist on %s; create it or set create_schema: true",
+			flowtable.Quote(e.cfg.Database), e.cfg.Endpoint)
+	}
+	q = fmt.Sprintf("SELECT name, type FROM system.columns WHERE database = '%s' AND table = '%s'", e.cfg.Database, e.cfg.Table)
+	rows, err := e.conn.Query(ctx, q)
+	if err != nil {
+		return fmt.Errorf("clickhouse_flows: reading the columns of %s: %w", e.table, err)
+	}
+	defer rows.Close()
+	have := map[string]bool{}
+	types := map[string]string{}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			return fmt.Errorf("clickhouse_flows: reading the columns of %s: %w", e.table, err)
+		}
+		have[name], types[name] = true, typ
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("clickhouse_flows: reading the columns of %s: %w", e.table, err)
+	}
+	if len(have) == 0 {
+		return fmt.Errorf("clickhouse_flows: table %s does not exist on %s; create it (DDL in the README) or set create_schema: true",
+			e.table, e.cfg.Endpoint)
+	}
+	if missing := flowtable.Missing(have); len(missing) > 0 {
+		names := make([]string, len(missing))
+		for i, c := range missing {
+			names[i] = c.Name + " " + c.Type
+		}
+		return fmt.Errorf("clickhouse_flows: table %s lacks column(s) %s that this exporter writes; add them with: %s",
+			e.table, strings.Join(names, ", "), flowtable.AlterAddColumns(e.cfg.Database, e.cfg.Table, missing))
+	}
+	for _, c := range flowtable.Columns {
+		if t := types[c.Name]; !sameType(t, c.Type) {
+			e.logger.Warn("A column of the flows table has another type than the one this exporter creates; inserts work if the server can convert the values",
+				zap.String("table", e.table), zap.String("column", c.Name), zap.String("type", t), zap.String("expected", c.Type))
+		}
+	}
+	return nil
+}
+
+// sameType compares column types, accepting LowCardinality/DateTime-with-zone
+// variants that Theia's or a user's table may use.
+func sameType(have, want string) bool {
+	have = strings.TrimSuffix(strings.TrimPrefix(have, "LowCardinality("), ")")
+	return have == want || strings.HasPrefix(have, want+"(")
+}
+
+// pushLogs converts one batch of log records into rows and inserts them in one
+// statement. Records that are not flow records are skipped and counted; a
+// failed insert is returned to exporterhelper, which retries the whole batch.
+func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
+	n := ld.LogRecordCount()
+	e.tel.received.Add(ctx, int64(n))
+	if err := e.prepare(ctx); err != nil {
+		e.tel.recordInsertFailed(ctx, n, prepareReason(err))
+		return err
+	}
+	block := e.blocks.Get().(*flowtable.Block)
+	defer func() { block.Reset(); e.blocks.Put(block) }()
+
+	var rec flowrecord.Record
+	var bad int
+	var firstErr error
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		cluster := e.cfg.ClusterUUID
+		if cluster == "" {
+			if v, ok := rl.Resource().Attributes().Get(flowrecord.ResourceClusterUID); ok {
+				cluster = v.AsString()
+			}
+		}
+		row := flowtable.Row{Record: &rec, ClusterUUID: cluster}
+		sls := rl.ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				if err := flowrecord.Decode(lrs.At(k), &rec); err != nil {
+					bad++
+					if firstErr == nil {
+						firstErr = err
+					}
+					continue
+				}
+				block.Add(&row)
+			}
+		}
+	}
+	if bad > 0 {
+		e.tel.recordFailed(ctx, bad, reasonDecode)
+		e.logger.Warn("Skipped log records that are not valid flow records", zap.Int("skipped", bad), zap.Error(firstErr))
+	}
+	if block.Len() == 0 {
+		return nil
+	}
+	if err := e.insert(ctx, block); err != nil {
+		e.tel.recordInsertFailed(ctx, block.Len(), insertReason(err))
+		return fmt.Errorf("clickhouse_flows: insert of %d rows into %s: %w", block.Len(), e.table, err)
+	}
+	e.tel.written.Add(ctx, int64(block.Len()))
+	e.tel.inserts.Add(ctx, 1)
+	return nil
+}
+
+func (e *flowsExporter) insert(ctx context.Context, block *flowtable.Block) error {
+	batch, err := e.conn.PrepareBatch(ctx, e.insertSQL)
+	if err != nil {
+		return err
+	}
+	if err := block.AppendTo(batch); err != nil {
+		_ = batch.Abort()
+		return err
+	}
+	return batch.Send()
+}
+
+func prepareReason(err error) string {
+	var unreachable *unreachableError
+	if errors.As(err, &unreachable) {
+		return insertReason(err)
+	}
+	return reasonSchema
+}
+
+func insertReason(err error) string {
+	var ex *clickhouse.Exception
+	var ne net.Error
+	switch {
+	case errors.As(err, &ex):
+		return reasonServer
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return reasonTimeout
+	default:
+		return reasonConnection
+	}
+}

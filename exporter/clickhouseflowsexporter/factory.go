@@ -1,0 +1,80 @@
+package clickhouseflowsexporter
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/metadata"
+)
+
+// Defaults sized for ClickHouse, which wants few, large inserts: a batch is
+// sent when it holds defaultMinRows rows or is defaultFlushTimeout old, so at
+// Theia-like rates (a few thousand flows/s) that is about one insert per
+// second with thousands of rows, and under load a few inserts per second of
+// tens of thousands of rows each.
+const (
+	defaultFlushTimeout = time.Second
+	defaultMinRows      = 20_000
+	defaultMaxRows      = 100_000
+	defaultQueueRows    = 500_000
+	defaultConsumers    = 4
+	defaultTimeout      = 30 * time.Second
+)
+
+// NewFactory returns the clickhouse_flows exporter factory.
+func NewFactory() exporter.Factory {
+	return exporter.NewFactory(metadata.Type, createDefaultConfig,
+		exporter.WithLogs(createLogs, metadata.LogsStability))
+}
+
+func defaultQueueConfig() exporterhelper.QueueBatchConfig {
+	q := exporterhelper.NewDefaultQueueConfig()
+	q.Sizer = exporterhelper.RequestSizerTypeItems
+	q.QueueSize = defaultQueueRows
+	q.NumConsumers = defaultConsumers
+	q.Batch = configoptional.Some(exporterhelper.BatchConfig{
+		FlushTimeout: defaultFlushTimeout,
+		Sizer:        exporterhelper.RequestSizerTypeItems,
+		MinSize:      defaultMinRows,
+		MaxSize:      defaultMaxRows,
+	})
+	return q
+}
+
+func createDefaultConfig() component.Config {
+	return &Config{
+		TimeoutConfig: exporterhelper.TimeoutConfig{Timeout: defaultTimeout},
+		QueueConfig:   configoptional.Some(defaultQueueConfig()),
+		RetryConfig:   configretry.NewDefaultBackOffConfig(),
+		Database:      "default",
+		Table:         "flows",
+		CreateSchema:  true,
+		Compression:   "lz4",
+		DialTimeout:   10 * time.Second,
+		TLS:           configtls.NewDefaultClientConfig(),
+	}
+}
+
+func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
+	c := cfg.(*Config)
+	e, err := newFlowsExporter(c, set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		exporterhelper.WithTimeout(c.TimeoutConfig),
+		exporterhelper.WithRetry(c.RetryConfig),
+		exporterhelper.WithQueue(c.QueueConfig),
+		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown),
+	)
+}

@@ -1,0 +1,102 @@
+package flowtable
+
+import (
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Block is a batch of rows held column by column, so one INSERT appends each
+// column to the driver as a single slice (no per-value reflection).
+type Block struct {
+	cols []buffer
+	rows int
+}
+
+type buffer struct {
+	i64 []int64 // DateTime as Unix seconds
+	u8  []uint8
+	u16 []uint16
+	u64 []uint64
+	str []string
+}
+
+// NewBlock returns an empty block with room for capacity rows.
+func NewBlock(capacity int) *Block {
+	b := &Block{cols: make([]buffer, len(Columns))}
+	for i, c := range Columns {
+		buf := &b.cols[i]
+		switch c.kind {
+		case kindTime:
+			buf.i64 = make([]int64, 0, capacity)
+		case kindUInt8:
+			buf.u8 = make([]uint8, 0, capacity)
+		case kindUInt16:
+			buf.u16 = make([]uint16, 0, capacity)
+		case kindUInt64:
+			buf.u64 = make([]uint64, 0, capacity)
+		case kindString:
+			buf.str = make([]string, 0, capacity)
+		}
+	}
+	return b
+}
+
+// Len is the number of rows in the block.
+func (b *Block) Len() int { return b.rows }
+
+// Add appends one row.
+func (b *Block) Add(row *Row) {
+	for i := range Columns {
+		c := &Columns[i]
+		buf := &b.cols[i]
+		switch c.kind {
+		case kindTime:
+			buf.i64 = append(buf.i64, seconds(c.time(row)))
+		case kindUInt8:
+			buf.u8 = append(buf.u8, c.u8(row))
+		case kindUInt16:
+			buf.u16 = append(buf.u16, c.u16(row))
+		case kindUInt64:
+			buf.u64 = append(buf.u64, c.u64(row))
+		case kindString:
+			buf.str = append(buf.str, c.str(row))
+		}
+	}
+	b.rows++
+}
+
+// Reset empties the block, keeping its memory.
+func (b *Block) Reset() {
+	for i := range b.cols {
+		buf := &b.cols[i]
+		buf.i64, buf.u8, buf.u16, buf.u64 = buf.i64[:0], buf.u8[:0], buf.u16[:0], buf.u64[:0]
+		clear(buf.str) // let the strings be collected
+		buf.str = buf.str[:0]
+	}
+	b.rows = 0
+}
+
+// AppendTo appends every column to a batch prepared with InsertStatement.
+func (b *Block) AppendTo(batch driver.Batch) error {
+	for i := range Columns {
+		buf := &b.cols[i]
+		var v any
+		switch Columns[i].kind {
+		case kindTime:
+			v = buf.i64
+		case kindUInt8:
+			v = buf.u8
+		case kindUInt16:
+			v = buf.u16
+		case kindUInt64:
+			v = buf.u64
+		case kindString:
+			v = buf.str
+		}
+		if err := batch.Column(i).Append(v); err != nil {
+			return fmt.Errorf("column %s: %w", Columns[i].Name, err)
+		}
+	}
+	return nil
+}
