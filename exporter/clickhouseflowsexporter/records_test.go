@@ -60,9 +60,9 @@ func interNodePairedRecord() *flowrecord.Record {
 		Stats:        flowrecord.Counters{PacketTotal: 4, OctetTotal: 320, PacketDelta: 4, OctetDelta: 320},
 		ReverseStats: flowrecord.Counters{PacketTotal: 4, OctetTotal: 640, PacketDelta: 4, OctetDelta: 640},
 		EndReason:    flowrecord.EndReasonIdleTimeout, FlowType: flowrecord.FlowTypeInterNode,
-		Service:      flowrecord.Service{PortName: "kube-system/kube-dns:dns", UID: "uid-svc-dns", Address: ip("10.96.0.10"), Port: 53},
-		Reporter:     flowrecord.Reporter{NodeName: "node-b", Side: flowrecord.SideDestination},
-		Correlation:  flowrecord.CorrelationPaired,
+		Service:     flowrecord.Service{PortName: "kube-system/kube-dns:dns", UID: "uid-svc-dns", Address: ip("10.96.0.10"), Port: 53},
+		Reporter:    flowrecord.Reporter{NodeName: "node-b", Side: flowrecord.SideDestination},
+		Correlation: flowrecord.CorrelationPaired,
 		Aggregation: &flowrecord.Aggregation{
 			EndFromSource: t0.Add(19 * time.Second), EndFromDestination: t0.Add(20 * time.Second),
 			StatsFromSource:      flowrecord.Counters{PacketTotal: 4, OctetTotal: 320},
