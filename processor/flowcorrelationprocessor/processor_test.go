@@ -1,0 +1,318 @@
+package flowcorrelationprocessor
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/attribute"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/metadata"
+)
+
+var ctx = context.Background()
+
+func state(s string) attribute.KeyValue  { return attribute.String("state", s) }
+func reason(s string) attribute.KeyValue { return attribute.String("reason", s) }
+
+func TestAggregatePairsAndEmitsAtOnce(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	h := newHarness(t, aggregateConfig(), sink)
+	src, dst := interNode(1, t0.Add(5*time.Second), 1000, 1010)
+
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src)))
+	assert.Zero(t, sink.LogRecordCount(), "the first half waits for its peer")
+	assert.EqualValues(t, 1, h.sum(t, "records.pending"))
+
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(dst)))
+	got := decodeAllLogs(t, sink.AllLogs())
+	require.Len(t, got, 1, "the pair is emitted as soon as it is complete, not at the next tick")
+	r := got[0]
+	assert.Equal(t, flowrecord.CorrelationPaired, r.Correlation)
+	assert.Equal(t, "client", r.Source.PodName)
+	assert.Equal(t, "server", r.Destination.PodName)
+	require.NotNil(t, r.Aggregation)
+	assert.Equal(t, uint64(1000), r.Aggregation.StatsFromSource.OctetTotal)
+	assert.Equal(t, uint64(1010), r.Aggregation.StatsFromDestination.OctetTotal)
+	assert.Equal(t, src.Key, r.Key)
+	assert.Equal(t, flowrecord.KeyHash(src.Key), sink.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).TraceID())
+	assert.Equal(t, metadata.ScopeName, sink.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).Scope().Name())
+
+	assert.EqualValues(t, 2, h.sum(t, "records.received"))
+	assert.EqualValues(t, 1, h.sum(t, "pairs"))
+	assert.EqualValues(t, 1, h.sum(t, "records.emitted", state("paired")))
+	assert.EqualValues(t, 0, h.sum(t, "records.pending"))
+	assert.EqualValues(t, 1, h.sum(t, "connections.held"))
+	m, err := h.tel.GetMetric(metricPrefix + "pairing.duration")
+	require.NoError(t, err)
+	assert.Equal(t, "s", m.Unit)
+}
+
+func TestTimersRunInTheProcessorsGoroutine(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	h := newHarness(t, aggregateConfig(), sink)
+	src, _ := interNode(1, t0, 1000, 0)
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src)))
+
+	h.clock.advance(179 * time.Second)
+	assert.Zero(t, sink.LogRecordCount(), "within the pairing timeout (3 × 60 s)")
+	h.clock.advance(time.Second)
+	got := decodeAllLogs(t, sink.AllLogs())
+	require.Len(t, got, 1)
+	assert.Equal(t, flowrecord.CorrelationUnpaired, got[0].Correlation)
+	assert.False(t, got[0].Evicted)
+	assert.EqualValues(t, 1, h.sum(t, "records.unpaired", reason("pairing_timeout")))
+	assert.EqualValues(t, 1, h.sum(t, "records.emitted", state("unpaired")))
+	assert.EqualValues(t, 0, h.sum(t, "connections.held"))
+}
+
+func TestActiveTimeoutReexportsOnlyNewData(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	h := newHarness(t, aggregateConfig(), sink)
+	src, dst := interNode(1, t0.Add(time.Second), 1000, 1020)
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src, dst)))
+	require.Equal(t, 1, sink.LogRecordCount())
+
+	src2, dst2 := interNode(1, t0.Add(10*time.Second), 2000, 2050)
+	h.clock.advance(10 * time.Second)
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src2, dst2)))
+	h.clock.advance(50 * time.Second) // active timeout of the pair's first export
+	got := decodeAllLogs(t, sink.AllLogs())
+	require.Len(t, got, 2)
+	assert.Equal(t, uint64(888), got[1].Aggregation.ThroughputFromSource)
+	assert.Equal(t, uint64(915), got[1].Aggregation.ThroughputFromDestination)
+
+	h.clock.advance(60 * time.Second)
+	assert.Equal(t, 2, sink.LogRecordCount(), "no new data: no re-export")
+}
+
+func TestUndecodableRecordIsDroppedAloneAndCounted(t *testing.T) {
+	core, logs := observer.New(zap.ErrorLevel)
+	tel := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tel.Shutdown(ctx)) }()
+	set := processortest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	set.Logger = zap.New(core)
+	sink := &consumertest.LogsSink{}
+	p, err := newProcessor(set, aggregateConfig(), sink, newFakeClock())
+	require.NoError(t, err)
+	h := &harness{p: p, tel: tel}
+
+	src, dst := interNode(1, t0.Add(time.Second), 1000, 1020)
+	ld := logsOf(src)
+	lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+	bad := lrs.AppendEmpty()
+	flowrecord.Encode(src, bad)
+	bad.Attributes().PutStr("source.port", "http") // wrong type
+	noAddr := lrs.AppendEmpty()
+	flowrecord.Encode(src, noAddr)
+	noAddr.Attributes().Remove(flowrecord.AttrDestinationAddress)
+	noTime := lrs.AppendEmpty()
+	flowrecord.Encode(src, noTime)
+	noTime.SetTimestamp(0)
+	flowrecord.Encode(dst, lrs.AppendEmpty())
+
+	require.NoError(t, p.ConsumeLogs(ctx, ld))
+	got := decodeAllLogs(t, sink.AllLogs())
+	require.Len(t, got, 1, "the good records of the batch still pair")
+	assert.Equal(t, flowrecord.CorrelationPaired, got[0].Correlation)
+	assert.EqualValues(t, 5, h.sum(t, "records.received"))
+	assert.EqualValues(t, 2, h.sum(t, "records.dropped", reason("decode_error")))
+	assert.EqualValues(t, 1, h.sum(t, "records.dropped", reason("missing_timestamp")))
+
+	var msgs []string
+	for _, e := range logs.All() {
+		msgs = append(msgs, e.Message+": "+e.ContextMap()["error"].(string))
+		if len(msgs) == 2 {
+			break
+		}
+	}
+	require.Len(t, msgs, 2)
+	assert.Contains(t, msgs[0], `"source.port"`)
+	assert.Contains(t, msgs[1], `"destination.address"`)
+	require.NoError(t, p.Shutdown(ctx))
+}
+
+// flaky refuses the first `failures` batches with err, then accepts.
+type flaky struct {
+	consumertest.LogsSink
+	mu       sync.Mutex
+	failures int
+	err      error
+	calls    int
+}
+
+func (f *flaky) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	f.mu.Lock()
+	f.calls++
+	if f.failures != 0 {
+		f.failures--
+		f.mu.Unlock()
+		return f.err
+	}
+	f.mu.Unlock()
+	return f.LogsSink.ConsumeLogs(ctx, ld)
+}
+
+func TestRetryableDownstreamErrorIsRetried(t *testing.T) {
+	next := &flaky{failures: 2, err: errors.New("backend unavailable")}
+	h := newHarness(t, aggregateConfig(), next)
+	src, dst := interNode(1, t0.Add(time.Second), 1000, 1020)
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src, dst)), "the data is held by the processor, not handed back")
+	assert.Zero(t, next.LogRecordCount())
+	assert.EqualValues(t, 1, h.sum(t, "records.retried"))
+
+	h.clock.advance(time.Second) // first retry: refused again, backoff doubles
+	assert.Zero(t, next.LogRecordCount())
+	h.clock.advance(time.Second) // not due yet
+	assert.Zero(t, next.LogRecordCount())
+	h.clock.advance(time.Second)
+	got := decodeAllLogs(t, next.AllLogs())
+	require.Len(t, got, 1)
+	assert.Equal(t, flowrecord.CorrelationPaired, got[0].Correlation)
+	assert.EqualValues(t, 1, h.sum(t, "records.emitted", state("paired")))
+	assert.EqualValues(t, 0, h.sum(t, "records.failed"))
+}
+
+func TestRetriesGiveUpCounted(t *testing.T) {
+	next := &flaky{failures: -1, err: errors.New("backend unavailable")}
+	h := newHarness(t, aggregateConfig(), next)
+	src, dst := interNode(1, t0.Add(time.Second), 1000, 1020)
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src, dst)))
+	for range 12 {
+		h.clock.advance(30 * time.Second)
+	}
+	assert.EqualValues(t, 1, h.sum(t, "records.failed", reason("retry_exhausted")))
+	assert.Zero(t, h.p.out.waiting())
+}
+
+func TestPermanentDownstreamErrorIsCounted(t *testing.T) {
+	next := &flaky{failures: 1, err: consumererror.NewPermanent(errors.New("schema rejected"))}
+	h := newHarness(t, aggregateConfig(), next)
+	src, dst := interNode(1, t0.Add(time.Second), 1000, 1020)
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src, dst)))
+	assert.EqualValues(t, 1, h.sum(t, "records.failed", reason("downstream_permanent_error")))
+	assert.Zero(t, h.p.out.waiting(), "a permanent error is not retried")
+}
+
+func TestShutdownExportsEverythingHeld(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	h := newHarness(t, aggregateConfig(), sink)
+	var halves []*flowrecord.Record
+	for i := range 3 {
+		src, _ := interNode(i, t0.Add(time.Second), 1000, 0)
+		halves = append(halves, src)
+	}
+	single, _ := interNode(10, t0.Add(time.Second), 1000, 0)
+	single.FlowType, single.Reporter.Side = flowrecord.FlowTypeIntraNode, flowrecord.SideBoth
+	halves = append(halves, single)
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(halves...)))
+	require.Equal(t, 1, sink.LogRecordCount(), "only the intra-Node record is ready")
+	// An update to the intra-Node connection is unreported data too.
+	single2 := *single
+	single2.End, single2.Stats.OctetTotal = t0.Add(2*time.Second), 1500
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(&single2)))
+
+	require.NoError(t, h.p.Shutdown(ctx))
+	got := decodeAllLogs(t, sink.AllLogs())
+	require.Len(t, got, 5)
+	var unpaired int
+	for _, r := range got[1:] {
+		if r.Correlation == flowrecord.CorrelationUnpaired {
+			unpaired++
+		}
+	}
+	assert.Equal(t, 3, unpaired)
+	assert.EqualValues(t, 3, h.sum(t, "records.unpaired", reason("flush")))
+}
+
+func TestShutdownCountsWhatCannotBeDelivered(t *testing.T) {
+	next := &flaky{failures: -1, err: errors.New("backend unavailable")}
+	h := newHarness(t, aggregateConfig(), next)
+	src, _ := interNode(1, t0.Add(time.Second), 1000, 0)
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src)))
+	require.NoError(t, h.p.Shutdown(ctx))
+	assert.EqualValues(t, 1, h.sum(t, "records.failed", reason("undeliverable_at_shutdown")))
+}
+
+func TestMaxRecordsExportsEarly(t *testing.T) {
+	cfg := aggregateConfig()
+	cfg.MaxRecords = 2
+	sink := &consumertest.LogsSink{}
+	h := newHarness(t, cfg, sink)
+	for i := range 3 {
+		src, _ := interNode(i, t0.Add(time.Second), 1000, 0)
+		require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src)))
+	}
+	got := decodeAllLogs(t, sink.AllLogs())
+	require.Len(t, got, 1)
+	assert.True(t, got[0].Evicted)
+	assert.Equal(t, flowrecord.CorrelationUnpaired, got[0].Correlation)
+	assert.EqualValues(t, 1, h.sum(t, "records.early_exported"))
+	assert.EqualValues(t, 2, h.sum(t, "records.pending"))
+}
+
+func TestProxyMode(t *testing.T) {
+	cfg := aggregateConfig()
+	cfg.Mode = ModeProxy
+	sink := &consumertest.LogsSink{}
+	h := newHarness(t, cfg, sink)
+
+	src, dst := interNode(1, t0.Add(time.Second), 1000, 1020)
+	toExt, _ := interNode(2, t0.Add(time.Second), 1, 0)
+	toExt.FlowType = flowrecord.FlowTypeToExternal
+	toExt.Destination = flowrecord.Endpoint{Address: netip.MustParseAddr("8.8.8.8"), Port: 53, Kind: flowrecord.EndpointExternal}
+	fromExt, _ := interNode(3, t0.Add(time.Second), 1, 0)
+	fromExt.FlowType = flowrecord.FlowTypeFromExternal
+	fromExt.Source = flowrecord.Endpoint{Address: netip.MustParseAddr("203.0.113.9"), Port: 40000, Kind: flowrecord.EndpointExternal}
+	fromExt.Destination.PodName = "server"
+	intra, _ := interNode(4, t0.Add(time.Second), 1, 0)
+	intra.FlowType, intra.Reporter.Side = flowrecord.FlowTypeIntraNode, flowrecord.SideBoth
+	hostSrc, _ := interNode(5, t0.Add(time.Second), 1, 0) // a Node source, no Side: Pod-name predicates cannot tell
+	hostSrc.Source = flowrecord.Endpoint{Address: netip.MustParseAddr("10.0.0.254"), Port: 33000, Kind: flowrecord.EndpointNode}
+	hostSrc.Reporter = flowrecord.Reporter{}
+	withOrigin, _ := interNode(6, t0.Add(time.Second), 1, 0)
+	withOrigin.Origin = flowrecord.Origin{ObservationDomainID: 7, ExporterAddress: netip.MustParseAddr("192.0.2.7")}
+
+	ld := logsOf(src, dst, toExt, fromExt, intra, hostSrc, withOrigin)
+	ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().AppendEmpty().Attributes().PutStr("source.address", "not-an-ip")
+	peerCtx := client.NewContext(ctx, client.Info{Addr: &net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 51234}})
+	require.NoError(t, h.p.ConsumeLogs(peerCtx, ld))
+
+	got := decodeAllLogs(t, sink.AllLogs())
+	require.Len(t, got, 7, "the bad record is dropped alone")
+	want := []flowrecord.Direction{flowrecord.DirectionEgress, flowrecord.DirectionIngress, flowrecord.DirectionEgress,
+		flowrecord.DirectionIngress, flowrecord.DirectionUnknown, flowrecord.DirectionUnknown, flowrecord.DirectionEgress}
+	for i, r := range got {
+		assert.Equal(t, want[i], r.Direction, "record %d", i)
+		assert.Nil(t, r.Aggregation, "proxy mode does not aggregate")
+		assert.Equal(t, flowrecord.CorrelationNone, r.Correlation)
+	}
+	assert.Equal(t, netip.MustParseAddr("192.0.2.10"), got[0].Origin.ExporterAddress, "the sending collector is the original exporter")
+	assert.Equal(t, flowrecord.Origin{ObservationDomainID: 7, ExporterAddress: netip.MustParseAddr("192.0.2.7")}, got[6].Origin,
+		"an original exporter already named is kept")
+	assert.Equal(t, "node-x", sink.AllLogs()[0].ResourceLogs().At(0).Resource().Attributes().AsRaw()["k8s.node.name"], "resource kept")
+	assert.EqualValues(t, 8, h.sum(t, "records.received"))
+	assert.EqualValues(t, 1, h.sum(t, "records.dropped", reason("decode_error")))
+	assert.EqualValues(t, 7, h.sum(t, "records.emitted", state("none")))
+
+	// Stateless: a downstream error goes back to the sender, counted.
+	h2 := newHarness(t, cfg, consumertest.NewErr(errors.New("down")))
+	require.Error(t, h2.p.ConsumeLogs(ctx, logsOf(src)))
+	assert.EqualValues(t, 1, h2.sum(t, "records.failed", reason("downstream_error")))
+}
