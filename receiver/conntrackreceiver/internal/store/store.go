@@ -32,9 +32,9 @@ type entry struct {
 	firstSeen, lastSeen, lastExport int64
 	activeExpire, idleExpire        int64
 
-	index   int   // position in the expiry heap, -1 when not queued
-	heapKey int64 // the expiry the heap orders it by (see expiryHeap)
-	seen  uint64 // the poll generation that last saw the entry
+	index   int    // position in the expiry heap, -1 when not queued
+	heapKey int64  // the expiry the heap orders it by (see expiryHeap)
+	seen    uint64 // the poll generation that last saw the entry
 
 	// frozen: conntrack said the connection is dying (TIME_WAIT/CLOSE/DYING);
 	// later observations are ignored, as Antrea does.

@@ -1,0 +1,147 @@
+package conntrackreceiver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/profile"
+)
+
+// Config is the conntrack receiver's configuration.
+type Config struct {
+	// PollInterval is how often the conntrack table is dumped (≥ 1s).
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// ActiveTimeout is how often a connection that keeps changing is exported.
+	// Raised to PollInterval if smaller.
+	ActiveTimeout time.Duration `mapstructure:"active_timeout"`
+	// IdleTimeout is how long an unchanged connection waits before its idle
+	// record. Raised to PollInterval if smaller.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// StaleTimeout removes a connection gone from conntrack whose final record
+	// could not be exported in this time. Default 5m, or 2 × max(active, idle)
+	// when either timeout is longer than 5m (as Antrea).
+	StaleTimeout time.Duration `mapstructure:"stale_timeout"`
+	// Protocols limits the reported protocols (tcp, udp, sctp). Unset: all
+	// protocols; an empty list: none.
+	Protocols []string `mapstructure:"protocols"`
+	// Profile is the CNI profile: generic (zone 0) or antrea.
+	Profile string `mapstructure:"profile"`
+	// Zones overrides the profile's reported conntrack zones.
+	Zones []uint16 `mapstructure:"zones"`
+	// NetNS is the path of the network namespace to read (e.g.
+	// /var/run/netns/X); empty: the collector's own namespace.
+	NetNS string `mapstructure:"netns"`
+	// Events subscribes to conntrack DESTROY events so that connections that
+	// open and close between two polls are reported with their final counters.
+	Events bool `mapstructure:"events"`
+	// MaxConnections bounds the connections held; new ones over it are shed
+	// and counted. 0: no bound.
+	MaxConnections int `mapstructure:"max_connections"`
+	// NodeName is the k8s.node.name resource attribute and the reporter Node
+	// of every record. Default: the K8S_NODE_NAME environment variable.
+	NodeName string `mapstructure:"node_name"`
+
+	_ struct{}
+}
+
+const (
+	defaultPollInterval  = 5 * time.Second
+	defaultActiveTimeout = 5 * time.Second
+	defaultIdleTimeout   = 15 * time.Second
+	defaultStaleTimeout  = 5 * time.Minute
+	defaultMaxConns      = 1_000_000
+	minPollInterval      = time.Second
+	// nodeNameEnv is the variable a DaemonSet sets from spec.nodeName.
+	nodeNameEnv = "K8S_NODE_NAME"
+)
+
+func createDefaultConfig() *Config {
+	return &Config{
+		PollInterval:   defaultPollInterval,
+		ActiveTimeout:  defaultActiveTimeout,
+		IdleTimeout:    defaultIdleTimeout,
+		Profile:        profile.Generic,
+		MaxConnections: defaultMaxConns,
+		NodeName:       os.Getenv(nodeNameEnv),
+	}
+}
+
+// Validate checks the configuration; each error names the offending key.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.PollInterval < minPollInterval {
+		errs = append(errs, fmt.Errorf("poll_interval %v: must be at least %v", c.PollInterval, minPollInterval))
+	}
+	if c.ActiveTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("active_timeout %v: must be positive", c.ActiveTimeout))
+	}
+	if c.IdleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("idle_timeout %v: must be positive", c.IdleTimeout))
+	}
+	if c.StaleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("stale_timeout %v: must not be negative", c.StaleTimeout))
+	}
+	if c.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("max_connections %d: must not be negative (0 means no bound)", c.MaxConnections))
+	}
+	if _, err := c.protocolNumbers(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := profile.New(c.profileConfig(nil)); err != nil {
+		errs = append(errs, err)
+	}
+	if c.NetNS != "" && !strings.HasPrefix(c.NetNS, "/") {
+		errs = append(errs, fmt.Errorf("netns %q: must be an absolute path such as /var/run/netns/<name>", c.NetNS))
+	}
+	return errors.Join(errs...)
+}
+
+// protocolNumbers maps the protocols list to IANA numbers: nil stays nil
+// (all protocols), an empty list stays empty (none).
+func (c *Config) protocolNumbers() ([]uint8, error) {
+	if c.Protocols == nil {
+		return nil, nil
+	}
+	out := make([]uint8, 0, len(c.Protocols))
+	for _, name := range c.Protocols {
+		n := strings.ToLower(strings.TrimSpace(name))
+		p, ok := flowrecord.ProtocolNumber(n)
+		if !ok || (n != "tcp" && n != "udp" && n != "sctp") {
+			return nil, fmt.Errorf("protocols: %q is not a protocol this receiver filters on (want tcp, udp or sctp)", name)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (c *Config) profileConfig(protocols []uint8) profile.Config {
+	return profile.Config{Name: c.Profile, Zones: c.Zones, Protocols: protocols}
+}
+
+// timeouts returns the active, idle and stale timeouts in effect: active and
+// idle raised to the poll interval, stale defaulted as Antrea does.
+func (c *Config) timeouts() (active, idle, stale time.Duration) {
+	active, idle = max(c.ActiveTimeout, c.PollInterval), max(c.IdleTimeout, c.PollInterval)
+	stale = c.StaleTimeout
+	if stale == 0 {
+		stale = defaultStaleTimeout
+		if m := max(active, idle); m > defaultStaleTimeout {
+			stale = 2 * m
+		}
+	}
+	return active, idle, stale
+}
+
+// nodeName is the configured node name, else the host name.
+func (c *Config) nodeName() string {
+	if c.NodeName != "" {
+		return c.NodeName
+	}
+	h, _ := os.Hostname()
+	return h
+}
+

@@ -1,0 +1,59 @@
+package ctsource
+
+import (
+	"encoding/binary"
+
+	"github.com/ti-mo/conntrack"
+
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/store"
+)
+
+// littleEndian: the kernel hands ct_label over as its in-memory bitmap, so on
+// little-endian hosts the bytes are reversed to get Antrea's big-endian order.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// Convert fills c from a conntrack flow, the way Antrea reads entries: the
+// source is the original tuple's, the destination the reply tuple's source
+// (post-DNAT), the pre-DNAT destination the original tuple's destination, and
+// the SNAT address/port the reply tuple's destination when it differs from
+// the original source.
+func Convert(f *conntrack.Flow, c *store.Conn) {
+	o, r := &f.TupleOrig, &f.TupleReply
+	*c = store.Conn{
+		Key: store.Key{
+			Src: o.IP.SourceAddress.Unmap(), Dst: r.IP.SourceAddress.Unmap(),
+			SrcPort: o.Proto.SourcePort, DstPort: r.Proto.SourcePort,
+			Proto: o.Proto.Protocol,
+		},
+		OrigDst:     o.IP.DestinationAddress.Unmap(),
+		OrigDstPort: o.Proto.DestinationPort,
+		ID:          f.ID,
+		Zone:        f.Zone,
+		Mark:        f.Mark,
+		Status:      uint32(f.Status),
+		Orig:        store.Counters{Packets: f.CountersOrig.Packets, Bytes: f.CountersOrig.Bytes},
+		Reply:       store.Counters{Packets: f.CountersReply.Packets, Bytes: f.CountersReply.Bytes},
+	}
+	if rd := r.IP.DestinationAddress.Unmap(); rd != c.Src || r.Proto.DestinationPort != c.SrcPort {
+		c.SNATAddr, c.SNATPort = rd, r.Proto.DestinationPort
+	}
+	if f.ProtoInfo.TCP != nil {
+		c.TCPState = f.ProtoInfo.TCP.State
+	}
+	if n := len(f.Labels); n > 0 {
+		n = min(n, 16)
+		if littleEndian {
+			for i := range n {
+				c.Labels[15-i] = f.Labels[i]
+			}
+		} else {
+			copy(c.Labels[16-n:], f.Labels[:n])
+		}
+	}
+	if !f.Timestamp.Start.IsZero() {
+		c.Start = f.Timestamp.Start.UnixNano()
+	}
+	if c.Status&store.StatusDying != 0 && !f.Timestamp.Stop.IsZero() {
+		c.Stop = f.Timestamp.Stop.UnixNano()
+	}
+}

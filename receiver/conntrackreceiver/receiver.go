@@ -1,0 +1,411 @@
+package conntrackreceiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/ti-mo/conntrack"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.uber.org/zap"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/profile"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/store"
+)
+
+const (
+	// maxRecordsPerBatch splits a large export into several plog batches.
+	maxRecordsPerBatch = 8192
+	// shedLogInterval rate-limits the log line about shed connections.
+	shedLogInterval = time.Minute
+	// eventRetryDelay is the pause before re-subscribing after an event socket failure.
+	eventRetryDelay = time.Second
+	resourceNodeName = "k8s.node.name"
+)
+
+type conntrackReceiver struct {
+	cfg    *Config
+	set    receiver.Settings
+	next   consumer.Logs
+	obs    *receiverhelper.ObsReport
+	tel    *telemetry
+	logger *zap.Logger
+	node   string
+
+	ns    *ctsource.Namespace
+	src   *ctsource.Source
+	prof  *profile.Profile
+	store *store.Store
+	local map[netip.Addr]struct{}
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// DESTROY events wait here for the poll loop, which owns the store.
+	evMu      sync.Mutex
+	evPending []pendingEvent
+
+	// Poll-loop state, reused across polls.
+	scratch     store.Conn
+	exports     []store.Export
+	observeFn   func(*store.Conn)
+	pollShed    int
+	lastShedLog time.Time
+	now         func() time.Time
+}
+
+type pendingEvent struct {
+	conn store.Conn
+	at   time.Time
+}
+
+func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*conntrackReceiver, error) {
+	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
+		ReceiverID: set.ID, Transport: "netlink", ReceiverCreateSettings: set,
+	})
+	if err != nil {
+		return nil, err
+	}
+	tel, err := newTelemetry(set.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	protocols, err := cfg.protocolNumbers()
+	if err != nil {
+		return nil, err
+	}
+	prof, err := profile.New(cfg.profileConfig(protocols))
+	if err != nil {
+		return nil, err
+	}
+	active, idle, stale := cfg.timeouts()
+	r := &conntrackReceiver{
+		cfg: cfg, set: set, next: next, obs: obs, tel: tel, logger: set.Logger,
+		node: cfg.nodeName(), prof: prof, now: time.Now,
+		store: store.New(store.Config{ActiveTimeout: active, IdleTimeout: idle, StaleTimeout: stale, MaxConnections: cfg.MaxConnections}),
+	}
+	r.observeFn = r.observe
+	return r, nil
+}
+
+// Start opens the namespace and the conntrack socket, checks that the table
+// can be read, enables counters and timestamps, and starts polling.
+func (r *conntrackReceiver) Start(_ context.Context, _ component.Host) error {
+	ns, err := ctsource.OpenNamespace(r.cfg.NetNS)
+	if err != nil {
+		return err
+	}
+	src, err := ctsource.Dial(ns)
+	if err != nil {
+		ns.Close()
+		return err
+	}
+	if _, err := src.Probe(); err != nil {
+		src.Close()
+		ns.Close()
+		return err
+	}
+	r.ns, r.src = ns, src
+	if errs := ctsource.EnableAccounting(ns); len(errs) > 0 {
+		r.tel.errs.Add(context.Background(), 1, reason("sysctl"))
+		r.logger.Warn("could not enable conntrack accounting/timestamps; records may lack counters or start times",
+			zap.String("netns", r.cfg.NetNS), zap.Error(errors.Join(errs...)))
+	}
+	if m, err := ctsource.TableMax(ns); err == nil {
+		r.tel.tableMax.Record(context.Background(), m)
+	} else {
+		r.logger.Warn("could not read nf_conntrack_max", zap.Error(err))
+	}
+	var events *ctsource.Events
+	if r.cfg.Events {
+		if events, err = ctsource.ListenDestroy(ns); err != nil {
+			src.Close()
+			ns.Close()
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	if events != nil {
+		r.wg.Add(1)
+		go r.runEvents(ctx, events)
+	}
+	r.wg.Add(1)
+	go r.run(ctx)
+	return nil
+}
+
+// Shutdown stops polling and event handling and closes the sockets.
+func (r *conntrackReceiver) Shutdown(context.Context) error {
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.wg.Wait()
+	var err error
+	if r.src != nil {
+		err = r.src.Close()
+	}
+	if r.ns != nil {
+		err = errors.Join(err, r.ns.Close())
+	}
+	return err
+}
+
+func (r *conntrackReceiver) run(ctx context.Context) {
+	defer r.wg.Done()
+	t := time.NewTicker(r.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		r.pollOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pollOnce applies pending DESTROY events, dumps the table, updates the
+// store and exports what is due.
+func (r *conntrackReceiver) pollOnce(ctx context.Context) {
+	began := time.Now()
+	now := r.now()
+	r.applyEvents(ctx)
+	if local, err := ctsource.LocalAddrs(r.ns); err == nil {
+		r.local = local
+	} else {
+		r.tel.errs.Add(ctx, 1, reason("addresses"))
+		r.logger.Warn("could not list the namespace's addresses; keeping the previous list", zap.Error(err))
+	}
+	if err := r.dump(now); err != nil {
+		r.logger.Warn("conntrack dump failed; retrying at the next poll", zap.Error(err))
+	} else {
+		r.export(ctx, now)
+	}
+	r.tel.connections.Record(ctx, int64(r.store.Len()))
+	r.tel.pollTime.Record(ctx, time.Since(began).Seconds())
+}
+
+// dump reads every polled zone into the store. On a netlink error the poll
+// is abandoned before EndPoll, so no connection is taken for gone.
+func (r *conntrackReceiver) dump(now time.Time) error {
+	ctx := context.Background()
+	if r.src == nil {
+		src, err := ctsource.Dial(r.ns)
+		if err != nil {
+			r.tel.errs.Add(ctx, 1, reason("dump"))
+			return err
+		}
+		r.src = src
+	}
+	r.store.BeginPoll(now)
+	r.prof.Begin(now, r.local)
+	r.pollShed = 0
+	var entries int
+	for _, zone := range r.prof.PollZones() {
+		flows, err := r.src.DumpZone(zone)
+		if err != nil {
+			if ctsource.IsNoBufs(err) {
+				r.tel.errs.Add(ctx, 1, reason("enobufs"))
+			} else {
+				r.tel.errs.Add(ctx, 1, reason("dump"))
+			}
+			// A fresh socket for the next poll: the failed one may hold the
+			// rest of the dump.
+			r.src.Close()
+			r.src = nil
+			return err
+		}
+		entries += len(flows)
+		for i := range flows {
+			ctsource.Convert(&flows[i], &r.scratch)
+			r.prof.Offer(zone, &r.scratch, r.observeFn)
+		}
+	}
+	ps := r.prof.End(r.observeFn)
+	st := r.store.EndPoll()
+	r.tel.entries.Record(ctx, int64(entries))
+	r.countFiltered(ctx, ps)
+	if st.Stale > 0 {
+		r.tel.dropped.Add(ctx, int64(st.Stale), reason("stale"))
+		r.logger.Warn("gone connections removed before their final record was exported", zap.Int("count", st.Stale))
+	}
+	r.noteShed(ctx, r.pollShed, now)
+	return nil
+}
+
+func (r *conntrackReceiver) observe(c *store.Conn) {
+	if !r.store.Observe(c) {
+		r.pollShed++
+	}
+}
+
+func (r *conntrackReceiver) countFiltered(ctx context.Context, ps profile.Stats) {
+	for _, f := range []struct {
+		n      int
+		reason string
+	}{{ps.WrongZone, "wrong_zone"}, {ps.Protocol, "protocol"}, {ps.CTMark, "ct_mark"}, {ps.Uncorrelated, "uncorrelated"}} {
+		if f.n > 0 {
+			r.tel.filtered.Add(ctx, int64(f.n), reason(f.reason))
+		}
+	}
+}
+
+func (r *conntrackReceiver) noteShed(ctx context.Context, n int, now time.Time) {
+	if n == 0 {
+		return
+	}
+	r.tel.shed.Add(ctx, int64(n), reason("max_connections"))
+	if now.Sub(r.lastShedLog) >= shedLogInterval {
+		r.lastShedLog = now
+		r.logger.Warn("connection store full: new connections are not tracked",
+			zap.Int("shed", n), zap.Int("max_connections", r.cfg.MaxConnections))
+	}
+}
+
+// export sends the records due at now.
+func (r *conntrackReceiver) export(ctx context.Context, now time.Time) {
+	r.exports = r.store.Expired(now, r.exports[:0])
+	for len(r.exports) > 0 {
+		n := min(len(r.exports), maxRecordsPerBatch)
+		r.send(ctx, r.exports[:n], now)
+		r.exports = r.exports[n:]
+	}
+}
+
+func (r *conntrackReceiver) send(ctx context.Context, xs []store.Export, now time.Time) {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr(resourceNodeName, r.node)
+	sl := rl.ScopeLogs().AppendEmpty()
+	sl.Scope().SetName(metadata.ScopeName)
+	sl.Scope().SetVersion(r.set.BuildInfo.Version)
+	lrs := sl.LogRecords()
+	lrs.EnsureCapacity(len(xs))
+	var rec flowrecord.Record
+	for i := range xs {
+		toRecord(&xs[i], r.node, now, &rec)
+		flowrecord.Encode(&rec, lrs.AppendEmpty())
+	}
+	octx := r.obs.StartLogsOp(ctx)
+	err := r.next.ConsumeLogs(octx, ld)
+	r.obs.EndLogsOp(octx, "conntrack", len(xs), err)
+	if err != nil {
+		r.tel.dropped.Add(ctx, int64(len(xs)), reason("consumer_error"))
+		r.logger.Warn("next consumer refused flow records", zap.Int("records", len(xs)), zap.Error(err))
+		return
+	}
+	r.tel.emitted.Add(ctx, int64(len(xs)))
+}
+
+// toRecord writes one export as a flow record. Kubernetes identity, flow type,
+// reporter side and correlation key are the k8s_flow processor's job.
+func toRecord(x *store.Export, node string, now time.Time, rec *flowrecord.Record) {
+	c := &x.Conn
+	*rec = flowrecord.Record{
+		Start: x.Start, End: x.End, Observed: now,
+		Protocol:                   c.Proto,
+		Source:                     flowrecord.Endpoint{Address: c.Src, Port: c.SrcPort},
+		Destination:                flowrecord.Endpoint{Address: c.Dst, Port: c.DstPort},
+		OriginalDestinationAddress: c.OrigDst,
+		OriginalDestinationPort:    c.OrigDstPort,
+		Stats: flowrecord.Counters{PacketTotal: c.Orig.Packets, OctetTotal: c.Orig.Bytes,
+			PacketDelta: x.OrigDelta.Packets, OctetDelta: x.OrigDelta.Bytes},
+		ReverseStats: flowrecord.Counters{PacketTotal: c.Reply.Packets, OctetTotal: c.Reply.Bytes,
+			PacketDelta: x.ReplyDelta.Packets, OctetDelta: x.ReplyDelta.Bytes},
+		EndReason:        x.Reason,
+		ProxySNATAddress: c.SNATAddr,
+		ProxySNATPort:    c.SNATPort,
+		Conntrack:        flowrecord.Conntrack{ID: c.ID, Zone: c.Zone, Mark: c.Mark, Labels: c.Labels},
+		Reporter:         flowrecord.Reporter{NodeName: node},
+	}
+	if c.IsTCP() {
+		rec.TCPState = store.TCPStateName(c.TCPState)
+	}
+}
+
+// runEvents receives DESTROY events until shutdown, re-subscribing after a
+// socket failure (counted; events lost in an overflow cannot be recovered,
+// but the connections they ended still get their final record from polling).
+func (r *conntrackReceiver) runEvents(ctx context.Context, ev *ctsource.Events) {
+	defer r.wg.Done()
+	for {
+		err := ev.Run(ctx, r.queueEvent)
+		if ctx.Err() != nil {
+			return
+		}
+		if ctsource.IsNoBufs(err) {
+			r.tel.errs.Add(ctx, 1, reason("enobufs"))
+		} else {
+			r.tel.errs.Add(ctx, 1, reason("events"))
+		}
+		r.logger.Warn("conntrack event socket failed; re-subscribing", zap.Error(err))
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(eventRetryDelay):
+			}
+			if ev, err = ctsource.ListenDestroy(r.ns); err == nil {
+				break
+			}
+			r.tel.errs.Add(ctx, 1, reason("events"))
+		}
+	}
+}
+
+// queueEvent runs on the event goroutine: it converts the flow and leaves it
+// for the poll loop.
+func (r *conntrackReceiver) queueEvent(f *conntrack.Flow) {
+	var c store.Conn
+	ctsource.Convert(f, &c)
+	r.evMu.Lock()
+	full := r.cfg.MaxConnections > 0 && len(r.evPending) >= r.cfg.MaxConnections
+	if !full {
+		r.evPending = append(r.evPending, pendingEvent{conn: c, at: r.now()})
+	}
+	r.evMu.Unlock()
+	if full {
+		r.tel.events.Add(context.Background(), 1, reason("shed"))
+	}
+}
+
+func (r *conntrackReceiver) applyEvents(ctx context.Context) {
+	r.evMu.Lock()
+	evs := r.evPending
+	r.evPending = nil
+	r.evMu.Unlock()
+	var applied, ignored, shed int
+	for i := range evs {
+		c := &evs[i].conn
+		if !r.prof.Event(c) {
+			ignored++
+			continue
+		}
+		if r.store.Final(c, evs[i].at) {
+			applied++
+		} else {
+			shed++
+		}
+	}
+	for _, o := range []struct {
+		n int
+		r string
+	}{{applied, "applied"}, {ignored, "ignored"}, {shed, "shed"}} {
+		if o.n > 0 {
+			r.tel.events.Add(ctx, int64(o.n), reason(o.r))
+		}
+	}
+}
+
+var errNilConsumer = fmt.Errorf("nil next consumer")
