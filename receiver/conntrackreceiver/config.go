@@ -144,4 +144,3 @@ func (c *Config) nodeName() string {
 	h, _ := os.Hostname()
 	return h
 }
-

@@ -29,7 +29,7 @@ const (
 	// shedLogInterval rate-limits the log line about shed connections.
 	shedLogInterval = time.Minute
 	// eventRetryDelay is the pause before re-subscribing after an event socket failure.
-	eventRetryDelay = time.Second
+	eventRetryDelay  = time.Second
 	resourceNodeName = "k8s.node.name"
 )
 

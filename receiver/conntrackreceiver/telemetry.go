@@ -12,9 +12,9 @@ import (
 // telemetry holds the receiver's own metrics. docs: README "Telemetry" maps
 // each to Antrea's antrea_agent_conntrack_* metrics.
 type telemetry struct {
-	entries     metric.Int64Gauge     // entries dumped by the last poll, all zones
-	connections metric.Int64Gauge     // connections held in the store
-	tableMax    metric.Int64Gauge     // nf_conntrack_max
+	entries     metric.Int64Gauge // entries dumped by the last poll, all zones
+	connections metric.Int64Gauge // connections held in the store
+	tableMax    metric.Int64Gauge // nf_conntrack_max
 	pollTime    metric.Float64Histogram
 	emitted     metric.Int64Counter // records handed to the pipeline
 	dropped     metric.Int64Counter // records lost, by reason
