@@ -1,0 +1,137 @@
+package ipfixexporter
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
+	"github.com/flowtel/flowtel/internal/flowrecord"
+)
+
+// counter sums a counter's data points whose reason (when given) matches.
+func counter(t *testing.T, tt *componenttest.Telemetry, name, reason string) int64 {
+	t.Helper()
+	m, err := tt.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		if reason != "" {
+			if v, ok := dp.Attributes.Value("reason"); !ok || v.AsString() != reason {
+				continue
+			}
+		}
+		n += dp.Value
+	}
+	return n
+}
+
+func recordsWithPorts(from, n int) []*flowrecord.Record {
+	out := make([]*flowrecord.Record, n)
+	for i := range out {
+		r := fullRecord(false)
+		r.Source.Port = uint16(from + i)
+		out[i] = r
+	}
+	return out
+}
+
+func ports(recs []decoded) map[string]bool {
+	m := map[string]bool{}
+	for _, r := range recs {
+		m[r.Fields["sourceTransportPort"]] = true
+	}
+	return m
+}
+
+// TestBadRecordsFailAlone: a record too long to encode and a log record that is
+// not a flow fail alone, are counted with their reason, and the others arrive.
+func TestBadRecordsFailAlone(t *testing.T) {
+	ns := newNetns(t)
+	col := startGoCollector(t, ns, TransportTCP, freePort(t))
+	e, tt := testExporter(t, testConfig("127.0.0.1:14739", TransportTCP, layout.Aggregate), ns.dialer())
+
+	recs := recordsWithPorts(1000, 3)
+	recs[1].Source.PodName = strings.Repeat("x", 70000) // over the 65535-byte IPFIX string limit
+	ld := logsOf(recs...)
+	notAFlow := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().AppendEmpty()
+	notAFlow.Body().SetStr("hello")
+	if err := e.pushLogs(context.Background(), ld); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	got := col.waitRecords(t, 2)
+	time.Sleep(200 * time.Millisecond)
+	got, _ = col.records()
+	if p := ports(got); len(got) != 2 || !p["1000"] || !p["1002"] {
+		t.Fatalf("collector got %d records with ports %v, want ports 1000 and 1002", len(got), p)
+	}
+	if n := counter(t, tt, "flowtel.ipfix.records.failed", reasonEncode); n != 1 {
+		t.Errorf("failed{reason=encode} = %d, want 1", n)
+	}
+	if n := counter(t, tt, "flowtel.ipfix.records.failed", reasonDecode); n != 1 {
+		t.Errorf("failed{reason=decode} = %d, want 1", n)
+	}
+	if n := counter(t, tt, "flowtel.ipfix.records.sent", ""); n != 2 {
+		t.Errorf("sent = %d, want 2", n)
+	}
+}
+
+// TestCollectorRestart: the collector goes away mid-stream and comes back; the
+// exporter reconnects, resends the templates, and the records sent after the
+// restart decode.
+func TestCollectorRestart(t *testing.T) {
+	ns := newNetns(t)
+	col := startGoCollector(t, ns, TransportTCP, freePort(t))
+	e, tt := testExporter(t, testConfig("127.0.0.1:14739", TransportTCP, layout.Aggregate), ns.dialer())
+	ctx := context.Background()
+
+	if err := e.pushLogs(ctx, logsOf(recordsWithPorts(2000, 100)...)); err != nil {
+		t.Fatal(err)
+	}
+	col.waitRecords(t, 100)
+	col.stop(t)
+
+	// While it is down, pushes fail with a clear error and give the records back.
+	err := e.pushLogs(ctx, logsOf(recordsWithPorts(3000, 10)...))
+	for i := 0; err == nil && i < 20; i++ {
+		time.Sleep(50 * time.Millisecond)
+		err = e.pushLogs(ctx, logsOf(recordsWithPorts(3000, 10)...))
+	}
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:14739") {
+		t.Fatalf("push to a stopped collector: err = %v, want an error naming the endpoint", err)
+	}
+
+	col.start(t)
+	after := recordsWithPorts(4000, 50)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := e.pushLogs(ctx, logsOf(after...))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no reconnection: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	got := col.waitRecords(t, 50)
+	p := ports(got)
+	for _, r := range after {
+		if !p[fmt.Sprint(r.Source.Port)] {
+			t.Fatalf("record with source port %d sent after the restart did not decode", r.Source.Port)
+		}
+	}
+	if n := counter(t, tt, "flowtel.ipfix.connections", ""); n < 2 {
+		t.Errorf("connections = %d, want at least 2 (a reconnection)", n)
+	}
+	if n := counter(t, tt, "flowtel.ipfix.templates.sent", ""); n < 4 {
+		t.Errorf("templates sent = %d, want at least 4 (both templates, twice)", n)
+	}
+}
