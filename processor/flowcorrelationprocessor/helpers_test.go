@@ -38,8 +38,8 @@ func (f *fakeClock) Now() time.Time {
 	return f.now
 }
 func (f *fakeClock) NewTicker(time.Duration) ticker { return f }
-func (f *fakeClock) C() <-chan time.Time          { return f.ch }
-func (f *fakeClock) Stop()                        {}
+func (f *fakeClock) C() <-chan time.Time            { return f.ch }
+func (f *fakeClock) Stop()                          {}
 
 // advance moves time on by d and waits until the timer goroutine has handled it.
 func (f *fakeClock) advance(d time.Duration) {
