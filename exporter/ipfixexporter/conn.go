@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,6 +29,12 @@ func dialCollector(ctx context.Context, network, address string, tlsCfg *tls.Con
 	cc := &countingConn{Conn: c}
 	if tlsCfg == nil {
 		return cc, nil
+	}
+	if tlsCfg.ServerName == "" {
+		// As tls.Dial does: verify the certificate against the endpoint's host.
+		host, _, _ := net.SplitHostPort(address)
+		tlsCfg = tlsCfg.Clone()
+		tlsCfg.ServerName = host
 	}
 	tc := tls.Client(cc, tlsCfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
@@ -56,6 +63,8 @@ type connection struct {
 	// peerClosed is closed when the collector closes or resets a stream
 	// connection (a collector never sends anything, so any read ends it).
 	peerClosed chan struct{}
+	// peerErr is why the read ended (EOF, a reset, a TLS alert); set before peerClosed closes.
+	peerErr    error
 	readerDone sync.WaitGroup
 	// written counts the bytes written, to compare with what TCP saw acknowledged.
 	written uint64
@@ -70,6 +79,7 @@ func newConnection(c net.Conn, stream bool) *connection {
 			var b [1]byte
 			for {
 				if _, err := c.Read(b[:]); err != nil {
+					conn.peerErr = err
 					close(conn.peerClosed)
 					return
 				}
@@ -94,6 +104,14 @@ func (c *connection) write(b []byte) error {
 	c.written += uint64(n)
 	if err == nil && n != len(b) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(b))
+	}
+	if err != nil && c.stream {
+		// The collector's reason (a TLS alert, a reset) says more than EPIPE.
+		select {
+		case <-c.peerClosed:
+			err = fmt.Errorf("%w (connection closed by the collector: %v)", err, c.peerErr)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	return err
 }

@@ -437,7 +437,7 @@ func (e *ipfixExporter) dropConnection(reason string) {
 // attempts, and resends what the previous connection had not delivered.
 func (e *ipfixExporter) ensureConnected(ctx context.Context) error {
 	if e.conn != nil && !e.conn.alive() {
-		e.dropConnection("the collector closed the connection")
+		e.dropConnection(fmt.Sprintf("the collector closed the connection: %v", e.conn.peerErr))
 	}
 	if e.conn != nil {
 		return nil
