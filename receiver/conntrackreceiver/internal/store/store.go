@@ -43,6 +43,9 @@ type entry struct {
 	gone bool
 	// readyToDelete: the final (end-of-flow) record was exported.
 	readyToDelete bool
+	// exported: at least one record went out. A connection never exported
+	// counts as active (Antrea starts new connections active).
+	exported bool
 }
 
 func (e *entry) expiryNanos() int64 { return min(e.activeExpire, e.idleExpire) }
@@ -51,7 +54,7 @@ func (e *entry) expiryNanos() int64 { return min(e.activeExpire, e.idleExpire) }
 // packets or TCP state (Antrea's IsActive test), or bytes.
 func (e *entry) changed() bool {
 	c := &e.conn
-	return c.Orig != e.prevOrig || c.Reply != e.prevReply || (c.IsTCP() && c.TCPState != e.prevTCPState)
+	return !e.exported || c.Orig != e.prevOrig || c.Reply != e.prevReply || (c.IsTCP() && c.TCPState != e.prevTCPState)
 }
 
 func (e *entry) dying() bool { return e.gone || e.conn.Dying() }
@@ -300,6 +303,7 @@ func (s *Store) Expired(now time.Time, dst []Export) []Export {
 		idle := !e.changed()
 		e.prevOrig, e.prevReply, e.prevTCPState = e.conn.Orig, e.conn.Reply, e.conn.TCPState
 		e.lastExport = n
+		e.exported = true
 		switch {
 		case e.dying():
 			x.Reason = flowrecord.EndReasonEndOfFlow

@@ -370,3 +370,15 @@ func TestDyingAndTCPStateNames(t *testing.T) {
 		}
 	}
 }
+
+func TestNewConnectionStartsActiveEvenWithoutCounters(t *testing.T) {
+	c := &clock{t: t, s: newTestStore()}
+	zero := tcpConn(1000, 0, TCPSynSent)
+	c.poll(0, zero)
+	if x := one(t, c.poll(5*time.Second, zero)); x.Reason != flowrecord.EndReasonActiveTimeout {
+		t.Fatalf("first record of a connection without counters: reason %v, want active_timeout", x.Reason)
+	}
+	if x := one(t, c.poll(10*time.Second, zero)); x.Reason != flowrecord.EndReasonIdleTimeout {
+		t.Fatalf("second record: reason %v, want idle_timeout", x.Reason)
+	}
+}
