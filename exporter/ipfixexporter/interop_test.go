@@ -15,7 +15,7 @@ import (
 
 // testExporter builds and starts the exporter's core (no sending queue, so
 // pushLogs results are seen directly), dialing with dial.
-func testExporter(t *testing.T, cfg *Config, dial dialFunc) (*ipfixExporter, *componenttest.Telemetry) {
+func testExporter(t testing.TB, cfg *Config, dial dialFunc) (*ipfixExporter, *componenttest.Telemetry) {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
