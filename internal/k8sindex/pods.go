@@ -1,0 +1,255 @@
+package k8sindex
+
+import (
+	"net/netip"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// pod is what the Index keeps of a Pod. Strings are shared with the
+// (stripped) object in the informer cache.
+type pod struct {
+	namespace, name, uid string
+	labels               map[string]string
+	owner                ownerRef // the Pod's controller (ReplicaSet, StatefulSet, DaemonSet, Job, ...)
+	nodeName             string
+	ips                  []netip.Addr
+	// created is the Pod's creation time: no connection before it is the Pod's.
+	created time.Time
+	// ended is when the Pod stopped owning its IPs (deleted or terminated);
+	// zero while it runs. It is purged DeletedPodRetention after that.
+	ended time.Time
+}
+
+// owns reports whether the Pod owned its IPs at t.
+func (p *pod) owns(t time.Time) bool {
+	return !t.Before(p.created) && (p.ended.IsZero() || t.Before(p.ended))
+}
+
+// stripPod keeps only what the Index reads. It is the Pod informer's transform,
+// so the cache never holds specs, container statuses, annotations or managed fields.
+func stripPod(keepLabels bool) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		in, ok := obj.(*corev1.Pod)
+		if !ok {
+			return obj, nil // a DeletedFinalStateUnknown tombstone: keep as is
+		}
+		out := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: in.Name, Namespace: in.Namespace, UID: in.UID,
+				ResourceVersion:   in.ResourceVersion,
+				CreationTimestamp: in.CreationTimestamp,
+				DeletionTimestamp: in.DeletionTimestamp,
+			},
+			Spec: corev1.PodSpec{NodeName: in.Spec.NodeName, HostNetwork: in.Spec.HostNetwork},
+			Status: corev1.PodStatus{
+				Phase:  in.Status.Phase,
+				PodIP:  in.Status.PodIP,
+				PodIPs: in.Status.PodIPs,
+			},
+		}
+		if keepLabels {
+			out.Labels = in.Labels
+		}
+		if c := metav1.GetControllerOfNoCopy(in); c != nil {
+			out.OwnerReferences = []metav1.OwnerReference{{Kind: c.Kind, Name: c.Name, Controller: c.Controller, APIVersion: c.APIVersion, UID: c.UID}}
+		}
+		if terminated(in) {
+			// When it ended is all we need of the container statuses.
+			if end := finishedAt(in); !end.IsZero() {
+				out.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{
+					Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.NewTime(end)},
+				}}}
+			}
+		}
+		return out, nil
+	}
+}
+
+func terminated(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// finishedAt is the latest container finish time of a terminated Pod.
+func finishedAt(p *corev1.Pod) time.Time {
+	var end time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.FinishedAt.After(end) {
+			end = t.FinishedAt.Time
+		}
+	}
+	return end
+}
+
+func podIPs(p *corev1.Pod) []netip.Addr {
+	var ips []netip.Addr
+	add := func(s string) {
+		if a, err := netip.ParseAddr(s); err == nil {
+			a = a.Unmap()
+			for _, have := range ips {
+				if have == a {
+					return
+				}
+			}
+			ips = append(ips, a)
+		}
+	}
+	add(p.Status.PodIP)
+	for _, ip := range p.Status.PodIPs {
+		add(ip.IP)
+	}
+	return ips
+}
+
+// upsertPod records a Pod add or update.
+func (ix *Index) upsertPod(in *corev1.Pod) {
+	if in.Spec.HostNetwork {
+		// hostNetwork Pods share the Node's addresses: they never own an IP
+		// (the Node endpoint covers them).
+		ix.deletePod(in)
+		return
+	}
+	if !ix.opts.AllPods && in.Spec.NodeName != ix.opts.NodeName {
+		// The field selector already filters; this guards caches that do not
+		// honour it and Pods that move before they are bound.
+		ix.deletePod(in)
+		return
+	}
+	now := ix.opts.Now()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.purgeLocked(now)
+	uid := string(in.UID)
+	p := ix.pods[uid]
+	if p == nil {
+		p = &pod{uid: uid}
+		ix.pods[uid] = p
+	} else if !p.ended.IsZero() {
+		return // an ended Pod never owns an IP again
+	}
+	p.namespace, p.name, p.nodeName = in.Namespace, in.Name, in.Spec.NodeName
+	p.labels = in.Labels
+	if p.labels == nil && ix.opts.PodLabels {
+		p.labels = map[string]string{} // collected, none set
+	}
+	p.created = in.CreationTimestamp.Time
+	if len(in.OwnerReferences) > 0 {
+		o := in.OwnerReferences[0]
+		p.owner = ownerRef{kind: o.Kind, name: o.Name}
+	} else {
+		p.owner = ownerRef{}
+	}
+	ix.setPodIPsLocked(p, podIPs(in))
+	if terminated(in) {
+		// A Pod past its containers' end still shows its IPs, but the IP is
+		// free for the next Pod: it only names connections started before.
+		end := finishedAt(in)
+		if end.IsZero() || end.After(now) {
+			end = now
+		}
+		ix.endLocked(p, end)
+	}
+}
+
+// setPodIPsLocked moves p to the IP lists of ips.
+func (ix *Index) setPodIPsLocked(p *pod, ips []netip.Addr) {
+	for _, old := range p.ips {
+		if !contains(ips, old) {
+			ix.unlinkIPLocked(p, old)
+		}
+	}
+	for _, ip := range ips {
+		if !contains(p.ips, ip) {
+			ix.podsByIP[ip] = append(ix.podsByIP[ip], p)
+		}
+	}
+	p.ips = ips
+}
+
+func (ix *Index) unlinkIPLocked(p *pod, ip netip.Addr) {
+	list := ix.podsByIP[ip]
+	for i, q := range list {
+		if q == p {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(ix.podsByIP, ip)
+	} else {
+		ix.podsByIP[ip] = list
+	}
+}
+
+// deletePod marks a Pod ended; it stays resolvable for connections that
+// started before, until DeletedPodRetention has passed.
+func (ix *Index) deletePod(in *corev1.Pod) {
+	now := ix.opts.Now()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.purgeLocked(now)
+	if p := ix.pods[string(in.UID)]; p != nil && p.ended.IsZero() {
+		ix.endLocked(p, now)
+	}
+}
+
+func (ix *Index) endLocked(p *pod, at time.Time) {
+	p.ended = at
+	ix.ended = append(ix.ended, p)
+}
+
+// purgeLocked removes Pods that ended more than DeletedPodRetention ago.
+func (ix *Index) purgeLocked(now time.Time) {
+	cutoff := now.Add(-ix.opts.DeletedPodRetention)
+	kept := ix.ended[:0]
+	for _, p := range ix.ended {
+		if !p.ended.Before(cutoff) {
+			kept = append(kept, p)
+			continue
+		}
+		for _, ip := range p.ips {
+			ix.unlinkIPLocked(p, ip)
+		}
+		delete(ix.pods, p.uid)
+	}
+	clear(ix.ended[len(kept):])
+	ix.ended = kept
+}
+
+// Purge drops Pods past their retention; the informer loop calls it periodically.
+func (ix *Index) Purge() {
+	now := ix.opts.Now()
+	ix.mu.Lock()
+	ix.purgeLocked(now)
+	ix.mu.Unlock()
+}
+
+// podAt returns the Pod that owned addr at t (zero t: now). When several
+// did (an IP reused within the retention window), the latest-created wins.
+func (ix *Index) podAt(addr netip.Addr, t time.Time) *pod {
+	list := ix.podsByIP[addr]
+	if len(list) == 0 {
+		return nil
+	}
+	if t.IsZero() {
+		t = ix.opts.Now()
+	}
+	var best *pod
+	for _, p := range list {
+		if p.owns(t) && (best == nil || p.created.After(best.created)) {
+			best = p
+		}
+	}
+	return best
+}
+
+func contains(ips []netip.Addr, ip netip.Addr) bool {
+	for _, have := range ips {
+		if have == ip {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,216 @@
+package k8sindex
+
+import (
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ServicePort is one port of a Service, as a flow record names it.
+type ServicePort struct {
+	// PortName is "namespace/name", plus ":port" when the Service port is
+	// named (Antrea's destinationServicePortName).
+	PortName string
+	UID      string
+}
+
+// frontKey is a Service front end: ClusterIP, LoadBalancer ingress IP or externalIP.
+type frontKey struct {
+	addr  netip.Addr
+	port  uint16
+	proto uint8
+}
+
+type nodePortKey struct {
+	port  uint16
+	proto uint8
+}
+
+type service struct {
+	fronts    []frontKey
+	nodePorts []nodePortKey
+}
+
+// ProtocolNumber maps a Kubernetes protocol to its IANA number.
+func ProtocolNumber(p corev1.Protocol) uint8 {
+	switch p {
+	case corev1.ProtocolUDP:
+		return 17
+	case corev1.ProtocolSCTP:
+		return 132
+	default: // TCP, and "" which the API server defaults to TCP
+		return 6
+	}
+}
+
+// stripService keeps the addresses, ports and port names.
+func stripService(obj any) (any, error) {
+	in, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace, UID: in.UID, ResourceVersion: in.ResourceVersion},
+		Spec: corev1.ServiceSpec{
+			Type: in.Spec.Type, ClusterIP: in.Spec.ClusterIP, ClusterIPs: in.Spec.ClusterIPs,
+			ExternalIPs: in.Spec.ExternalIPs,
+		},
+	}
+	for _, p := range in.Spec.Ports {
+		out.Spec.Ports = append(out.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort})
+	}
+	for _, ing := range in.Status.LoadBalancer.Ingress {
+		if ing.IP != "" {
+			out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ing.IP})
+		}
+	}
+	return out, nil
+}
+
+func serviceAddrs(in *corev1.Service) []netip.Addr {
+	var out []netip.Addr
+	add := func(s string) {
+		if a, err := netip.ParseAddr(s); err == nil && !contains(out, a.Unmap()) {
+			out = append(out, a.Unmap())
+		}
+	}
+	add(in.Spec.ClusterIP) // "None" (headless) does not parse
+	for _, s := range in.Spec.ClusterIPs {
+		add(s)
+	}
+	for _, s := range in.Spec.ExternalIPs {
+		add(s)
+	}
+	for _, ing := range in.Status.LoadBalancer.Ingress {
+		add(ing.IP)
+	}
+	return out
+}
+
+func (ix *Index) upsertService(in *corev1.Service) {
+	uid := string(in.UID)
+	base := in.Namespace + "/" + in.Name
+	addrs := serviceAddrs(in)
+	s := &service{}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.removeServiceLocked(uid)
+	for _, p := range in.Spec.Ports {
+		sp := &ServicePort{PortName: base, UID: uid}
+		if p.Name != "" {
+			sp.PortName = base + ":" + p.Name
+		}
+		proto := ProtocolNumber(p.Protocol)
+		for _, a := range addrs {
+			k := frontKey{a, uint16(p.Port), proto}
+			ix.fronts[k] = sp
+			s.fronts = append(s.fronts, k)
+		}
+		if p.NodePort != 0 {
+			k := nodePortKey{uint16(p.NodePort), proto}
+			ix.nodePort[k] = sp
+			s.nodePorts = append(s.nodePorts, k)
+		}
+	}
+	ix.services[uid] = s
+}
+
+func (ix *Index) deleteService(uid string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.removeServiceLocked(uid)
+}
+
+func (ix *Index) removeServiceLocked(uid string) {
+	s := ix.services[uid]
+	if s == nil {
+		return
+	}
+	delete(ix.services, uid)
+	for _, k := range s.fronts {
+		if sp := ix.fronts[k]; sp != nil && sp.UID == uid {
+			delete(ix.fronts, k)
+		}
+	}
+	for _, k := range s.nodePorts {
+		if sp := ix.nodePort[k]; sp != nil && sp.UID == uid {
+			delete(ix.nodePort, k)
+		}
+	}
+}
+
+// endpointSlice remembers which addresses a slice contributed.
+type endpointSlice struct{ addrs []netip.Addr }
+
+// sliceEndpoint is a Service endpoint that is a Pod: it names Pods the Index
+// does not watch (other Nodes' Pods on a node collector).
+type sliceEndpoint struct {
+	namespace, podName, podUID, nodeName string
+}
+
+// stripEndpointSlice keeps, per endpoint, the addresses, the Pod reference and the Node.
+func stripEndpointSlice(obj any) (any, error) {
+	in, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	out := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace, UID: in.UID, ResourceVersion: in.ResourceVersion},
+		AddressType: in.AddressType,
+	}
+	for _, e := range in.Endpoints {
+		if e.TargetRef == nil || e.TargetRef.Kind != "Pod" {
+			continue
+		}
+		out.Endpoints = append(out.Endpoints, discoveryv1.Endpoint{
+			Addresses: e.Addresses,
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: e.TargetRef.Namespace, Name: e.TargetRef.Name, UID: e.TargetRef.UID},
+			NodeName:  e.NodeName,
+		})
+	}
+	return out, nil
+}
+
+func (ix *Index) upsertEndpointSlice(in *discoveryv1.EndpointSlice) {
+	key := in.Namespace + "/" + in.Name
+	s := &endpointSlice{}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.removeEndpointSliceLocked(key)
+	for _, e := range in.Endpoints {
+		if e.TargetRef == nil || e.TargetRef.Kind != "Pod" || e.NodeName == nil {
+			continue
+		}
+		ns := e.TargetRef.Namespace
+		if ns == "" {
+			ns = in.Namespace
+		}
+		se := &sliceEndpoint{namespace: ns, podName: e.TargetRef.Name, podUID: string(e.TargetRef.UID), nodeName: *e.NodeName}
+		for _, s2 := range e.Addresses {
+			if a, err := netip.ParseAddr(s2); err == nil {
+				ix.sliceIPs[a.Unmap()] = se
+				s.addrs = append(s.addrs, a.Unmap())
+			}
+		}
+	}
+	ix.slices[key] = s
+}
+
+func (ix *Index) deleteEndpointSlice(namespace, name string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.removeEndpointSliceLocked(namespace + "/" + name)
+}
+
+func (ix *Index) removeEndpointSliceLocked(key string) {
+	s := ix.slices[key]
+	if s == nil {
+		return
+	}
+	delete(ix.slices, key)
+	for _, a := range s.addrs {
+		delete(ix.sliceIPs, a)
+	}
+}

@@ -1,0 +1,76 @@
+package k8sflowprocessor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowtel/flowtel/internal/k8sindex"
+)
+
+// Pod scopes.
+const (
+	PodsLocal = "local" // only this Node's Pods (spec.nodeName field selector)
+	PodsAll   = "all"   // every Pod: a gateway, or a small cluster
+)
+
+// NodeNameEnv is the environment variable node_name defaults to (set it from
+// the downward API: fieldRef spec.nodeName).
+const NodeNameEnv = "K8S_NODE_NAME"
+
+// Config is the k8s_flow processor's configuration.
+type Config struct {
+	// NodeName is the Node this collector runs on; records are classified
+	// from its point of view. Defaults to $K8S_NODE_NAME. Required with
+	// pods: local; with pods: all and no node_name, each record's
+	// reporter Node (set by the receiver) is used.
+	NodeName string `mapstructure:"node_name"`
+	// Pods is which Pods are watched: local (default) or all.
+	Pods string `mapstructure:"pods"`
+	// PodLabels adds Pod labels to Pod endpoints (default false, as Antrea's agent).
+	PodLabels bool `mapstructure:"pod_labels"`
+	// AuthType is serviceAccount (in cluster, default) or kubeConfig.
+	AuthType string `mapstructure:"auth_type"`
+	// KubeConfig is the kubeconfig path for auth_type kubeConfig ("" = $KUBECONFIG, then ~/.kube/config).
+	KubeConfig string `mapstructure:"kubeconfig"`
+	// WaitForSync makes Start wait until every cache is filled, and fail with
+	// an error naming the resource and verb when a list fails.
+	WaitForSync bool `mapstructure:"wait_for_sync"`
+	// WaitForSyncTimeout bounds that wait.
+	WaitForSyncTimeout time.Duration `mapstructure:"wait_for_sync_timeout"`
+	// DeletedPodRetention is how long a deleted or terminated Pod still names
+	// connections that started while it ran (DESIGN D7).
+	DeletedPodRetention time.Duration `mapstructure:"deleted_pod_retention"`
+
+	_ struct{}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	switch c.Pods {
+	case PodsLocal:
+		if c.NodeName == "" {
+			errs = append(errs, fmt.Errorf("node_name is required with pods: %s (set it, or the %s environment variable, to the Node this collector runs on)", PodsLocal, NodeNameEnv))
+		}
+	case PodsAll:
+	default:
+		errs = append(errs, fmt.Errorf("pods: %q is not %q or %q", c.Pods, PodsLocal, PodsAll))
+	}
+	switch c.AuthType {
+	case k8sindex.AuthServiceAccount:
+		if c.KubeConfig != "" {
+			errs = append(errs, fmt.Errorf("kubeconfig is only used with auth_type: %s", k8sindex.AuthKubeConfig))
+		}
+	case k8sindex.AuthKubeConfig:
+	default:
+		errs = append(errs, fmt.Errorf("auth_type: %q is not %q or %q", c.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
+	}
+	if c.WaitForSync && c.WaitForSyncTimeout <= 0 {
+		errs = append(errs, errors.New("wait_for_sync_timeout must be positive when wait_for_sync is true"))
+	}
+	if c.DeletedPodRetention <= 0 {
+		errs = append(errs, errors.New("deleted_pod_retention must be positive"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,186 @@
+package k8sflowprocessor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+	"go.uber.org/zap"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/k8sindex"
+)
+
+type k8sFlowProcessor struct {
+	cfg       *Config
+	logger    *zap.Logger
+	ix        *k8sindex.Index
+	client    clientFunc
+	informers *k8sindex.Informers
+	tel       *telemetry
+}
+
+func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now func() time.Time) (*k8sFlowProcessor, error) {
+	ix := k8sindex.New(k8sindex.Options{
+		Now:                 now,
+		NodeName:            cfg.NodeName,
+		AllPods:             cfg.Pods == PodsAll,
+		PodLabels:           cfg.PodLabels,
+		DeletedPodRetention: cfg.DeletedPodRetention,
+	})
+	tel, err := newTelemetry(set.MeterProvider, ix)
+	if err != nil {
+		return nil, fmt.Errorf("k8s_flow: telemetry: %w", err)
+	}
+	return &k8sFlowProcessor{cfg: cfg, logger: set.Logger, ix: ix, client: client, tel: tel}, nil
+}
+
+func (p *k8sFlowProcessor) start(ctx context.Context, _ component.Host) error {
+	client, err := p.client(p.cfg)
+	if err != nil {
+		return fmt.Errorf("k8s_flow: %w", err)
+	}
+	inf, err := k8sindex.NewInformers(p.ix, client, p.logger)
+	if err != nil {
+		return fmt.Errorf("k8s_flow: %w", err)
+	}
+	if p.cfg.WaitForSync {
+		pctx, cancel := context.WithTimeout(ctx, p.cfg.WaitForSyncTimeout)
+		err := inf.Preflight(pctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("k8s_flow: %w", err)
+		}
+	}
+	inf.Start()
+	p.informers = inf
+	if p.cfg.WaitForSync {
+		if err := inf.WaitForSync(ctx, p.cfg.WaitForSyncTimeout); err != nil {
+			return fmt.Errorf("k8s_flow: %w", err)
+		}
+	}
+	p.logger.Info("Kubernetes caches started", zap.String("node", p.cfg.NodeName), zap.String("pods", p.cfg.Pods), zap.Bool("synced", p.cfg.WaitForSync))
+	return nil
+}
+
+func (p *k8sFlowProcessor) shutdown(context.Context) error {
+	if p.informers != nil {
+		p.informers.Shutdown()
+		p.informers = nil
+	}
+	p.tel.shutdown()
+	return nil
+}
+
+// batchCounts are added to the counters once per batch.
+type batchCounts struct {
+	received, enriched, noLocal, noNode, decode, unresolved int64
+}
+
+func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	var (
+		rec       flowrecord.Record
+		c         batchCounts
+		decodeErr error
+	)
+	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
+		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				c.received++
+				if err := flowrecord.Decode(lr, &rec); err != nil {
+					c.decode++
+					decodeErr = err
+					return true
+				}
+				reason, unresolved := p.enrich(&rec)
+				c.unresolved += int64(unresolved)
+				switch reason {
+				case "":
+				case reasonNoLocalEndpoint:
+					c.noLocal++
+					return true
+				default:
+					c.noNode++
+					return true
+				}
+				flowrecord.Encode(&rec, lr)
+				c.enriched++
+				return false
+			})
+			return sl.LogRecords().Len() == 0
+		})
+		return rl.ScopeLogs().Len() == 0
+	})
+	p.record(ctx, &c)
+	if decodeErr != nil {
+		p.logger.Warn("Dropped records that are not flow records", zap.Int64("count", c.decode), zap.Error(decodeErr))
+	}
+	if c.noNode > 0 {
+		p.logger.Warn("Dropped records: no node_name configured and none on the record", zap.Int64("count", c.noNode))
+	}
+	if ld.LogRecordCount() == 0 {
+		return ld, processorhelper.ErrSkipProcessingData
+	}
+	return ld, nil
+}
+
+func (p *k8sFlowProcessor) record(ctx context.Context, c *batchCounts) {
+	t := p.tel
+	t.received.Add(ctx, c.received)
+	if c.enriched > 0 {
+		t.enriched.Add(ctx, c.enriched)
+	}
+	if c.noLocal > 0 {
+		t.dropped.Add(ctx, c.noLocal, t.dropNoLocal)
+	}
+	if c.noNode > 0 {
+		t.dropped.Add(ctx, c.noNode, t.dropNoNode)
+	}
+	if c.decode > 0 {
+		t.dropped.Add(ctx, c.decode, t.dropDecode)
+	}
+	if c.unresolved > 0 {
+		t.unresolved.Add(ctx, c.unresolved, t.unknownPod)
+	}
+}
+
+// enrich names both endpoints and the Service, classifies the flow, decides
+// the reported side and sets the correlation key. A non-empty reason means
+// the record must be dropped; unresolved counts endpoint addresses in a
+// podCIDR that no known Pod owned.
+func (p *k8sFlowProcessor) enrich(r *flowrecord.Record) (reason string, unresolved int) {
+	local := p.cfg.NodeName
+	if local == "" {
+		local = r.Reporter.NodeName
+	}
+	if local == "" {
+		return reasonNoNodeName, 0
+	}
+	v := p.ix.Read()
+	if v.ResolveEndpoint(&r.Source, r.Start) == k8sindex.ResolvedPodSubnet && r.Source.PodName == "" {
+		unresolved++
+	}
+	if v.ResolveEndpoint(&r.Destination, r.Start) == k8sindex.ResolvedPodSubnet && r.Destination.PodName == "" {
+		unresolved++
+	}
+	r.Service = flowrecord.Service{}
+	if dnatted(r) {
+		if sp := v.Service(r.OriginalDestinationAddress, r.OriginalDestinationPort, r.Protocol); sp != nil {
+			r.Service = flowrecord.Service{PortName: sp.PortName, UID: sp.UID, Address: r.OriginalDestinationAddress, Port: r.OriginalDestinationPort}
+		}
+	}
+	v.Done()
+
+	r.FlowType = flowType(&r.Source, &r.Destination)
+	side := reportedSide(r, local)
+	if side == flowrecord.SideUnknown {
+		return reasonNoLocalEndpoint, unresolved
+	}
+	r.Reporter = flowrecord.Reporter{NodeName: local, Side: side}
+	r.Key = r.CorrelationKey()
+	return "", unresolved
+}
