@@ -28,7 +28,7 @@ build: $(addprefix $(BUILD_DIR)/,$(DISTRIBUTIONS)) ## Build the three distributi
 $(BUILD_DIR)/%: $$(call manifest,%) go.mod $(shell git ls-files '*.go' 2>/dev/null)
 	@mkdir -p $(BUILD_DIR)
 	$(OCB) --config $(call manifest,$*) > $(BUILD_DIR)/$*.build.log 2>&1 || { cat $(BUILD_DIR)/$*.build.log; exit 1; }
-	scripts/check-distribution.sh $(call manifest,$*) $(BUILD_DIR)/$*/$*
+	scripts/check-distribution.sh $(call manifest,$*) $(BUILD_DIR)/$*/$* distributions/$*/config.yaml
 	@touch $@
 
 .PHONY: test

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Checks that a built distribution contains exactly the components its OCB
 # manifest lists: compares the modules printed by `<binary> components` with the
-# manifest's gomod entries.
+# manifest's gomod entries, then validates the distribution's default config.
 set -euo pipefail
-manifest=$1 binary=$2
+manifest=$1 binary=$2 config=$3
 
-want=$(grep -E '^\s*-\s*gomod:' "$manifest" | grep -v 'confmap/provider' | sed -E 's/.*gomod:\s*//' | sort -u)
+want=$(grep -E '^\s*-\s*gomod:' "$manifest" | sed -E 's/.*gomod:\s*//' | sort -u)
 got=$("$binary" components | grep -E '^\s*module:' | sed -E 's/.*module:\s*//' | sort -u)
 if [ "$want" != "$got" ]; then
   echo "$binary: components differ from $manifest" >&2
@@ -13,3 +13,5 @@ if [ "$want" != "$got" ]; then
   exit 1
 fi
 echo "$binary: $(echo "$got" | wc -l) components as in $manifest"
+"$binary" validate --config "$config"
+echo "$binary: $config is valid"
