@@ -263,7 +263,7 @@ func (c *goCollector) waitRecords(t *testing.T, n int) []decoded {
 	}
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	// Inside a fresh namespace every port is free; pick a fixed, unusual one.
 	return 14739

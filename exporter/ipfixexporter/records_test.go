@@ -1,7 +1,6 @@
 package ipfixexporter
 
 import (
-	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -84,7 +83,6 @@ func expected(r *flowrecord.Record, clusterID string) map[string]string {
 		}
 		return a.String()
 	}
-	v6 := r.IsIPv6()
 	uuid := func(s string) string {
 		if s == "" {
 			return strings.Repeat("0", 32)
@@ -176,8 +174,6 @@ func expected(r *flowrecord.Record, clusterID string) map[string]string {
 		"originalExporterIPv4Address": origin4, "originalExporterIPv6Address": origin6,
 		"flowDirection": d(uint64(r.Direction.IPFIX())),
 	}
-	_ = v6
-	_ = hex.EncodeToString
 	return m
 }
 
