@@ -6,6 +6,11 @@
 package components
 
 import (
+	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter"
+	"github.com/flowtel/flowtel/exporter/ipfixexporter"
+	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
+	"github.com/flowtel/flowtel/processor/k8sflowprocessor"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/signaltometricsconnector"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
@@ -50,6 +55,7 @@ type set struct {
 const (
 	core    = "go.opentelemetry.io/collector/"
 	contrib = "github.com/open-telemetry/opentelemetry-collector-contrib/"
+	flowtel = "github.com/flowtel/flowtel/"
 )
 
 var (
@@ -61,6 +67,12 @@ var (
 	healthCheck    = entry[extension.Factory]{contrib + "extension/healthcheckextension", healthcheckextension.NewFactory()}
 	fileStorage    = entry[extension.Factory]{contrib + "extension/storage/filestorage", filestorage.NewFactory()}
 	signalToMetric = entry[connector.Factory]{contrib + "connector/signaltometricsconnector", signaltometricsconnector.NewFactory()}
+
+	conntrack       = entry[receiver.Factory]{flowtel + "receiver/conntrackreceiver", conntrackreceiver.NewFactory()}
+	k8sFlow         = entry[processor.Factory]{flowtel + "processor/k8sflowprocessor", k8sflowprocessor.NewFactory()}
+	flowCorrelation = entry[processor.Factory]{flowtel + "processor/flowcorrelationprocessor", flowcorrelationprocessor.NewFactory()}
+	ipfix           = entry[exporter.Factory]{flowtel + "exporter/ipfixexporter", ipfixexporter.NewFactory()}
+	clickhouseFlows = entry[exporter.Factory]{flowtel + "exporter/clickhouseflowsexporter", clickhouseflowsexporter.NewFactory()}
 )
 
 func sets() map[string]set {
@@ -73,13 +85,19 @@ func sets() map[string]set {
 		}
 	}
 	node := common()
-	node.exporters = append(node.exporters, loadBalancing)
+	node.receivers = append(node.receivers, conntrack)
+	node.processors = append(node.processors, k8sFlow)
+	node.exporters = append(node.exporters, loadBalancing, ipfix)
 
 	gateway := common()
+	gateway.processors = append(gateway.processors, flowCorrelation)
+	gateway.exporters = append(gateway.exporters, ipfix, clickhouseFlows)
 	gateway.connectors = append(gateway.connectors, signalToMetric)
 
 	full := common()
-	full.exporters = append(full.exporters, loadBalancing)
+	full.receivers = append(full.receivers, conntrack)
+	full.processors = append(full.processors, k8sFlow, flowCorrelation)
+	full.exporters = append(full.exporters, loadBalancing, ipfix, clickhouseFlows)
 	full.connectors = append(full.connectors, signalToMetric)
 
 	return map[string]set{Full: full, Node: node, Gateway: gateway}

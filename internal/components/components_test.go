@@ -23,7 +23,9 @@ func manifestPath(dist string) string {
 
 // Each distribution's default config.yaml loads and validates against the
 // distribution's factories.
+// K8S_NODE_NAME is what the downward API provides in a real DaemonSet.
 func TestDistributionConfigsValidate(t *testing.T) {
+	t.Setenv("K8S_NODE_NAME", "node-1")
 	for _, dist := range Names() {
 		t.Run(dist, func(t *testing.T) {
 			factories, err := Factories(dist)
