@@ -13,6 +13,7 @@ import (
 var decoders = func() map[string]*attribute {
 	m := make(map[string]*attribute, len(attributes))
 	for i := range attributes {
+		attributes[i].index = i
 		if attributes[i].dec != nil {
 			m[attributes[i].Name] = &attributes[i]
 		}
@@ -53,10 +54,19 @@ func Decode(lr plog.LogRecord, r *Record) error {
 	r.End = fromTimestamp(lr.Timestamp())
 	r.Observed = fromTimestamp(lr.ObservedTimestamp())
 	var sawProtocol bool
+	next := 0 // Encode writes attributes in schema order: try the next one before the map.
 	for name, v := range lr.Attributes().All() {
-		a, ok := decoders[name]
-		if !ok {
+		var a *attribute
+		for next < len(attributes) && attributes[next].dec == nil {
+			next++
+		}
+		if next < len(attributes) && attributes[next].Name == name {
+			a = &attributes[next]
+			next++
+		} else if a = decoders[name]; a == nil {
 			continue
+		} else {
+			next = a.index + 1
 		}
 		if err := a.dec(r, name, v); err != nil {
 			return err

@@ -24,6 +24,7 @@ type attribute struct {
 	Derived bool   // written for readers, ignored when decoding (derived from other attributes)
 
 	aggregation bool // belongs to Record.Aggregation: written only when it is non-nil
+	index       int  // position in attributes
 	enc         func(r *Record, m pcommon.Map)
 	dec         func(r *Record, name string, v pcommon.Value) error
 }
