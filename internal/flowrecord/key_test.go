@@ -52,7 +52,7 @@ func TestCorrelationKey(t *testing.T) {
 			"6|192.0.2.50:40000|10.10.1.7:80"},
 		{"from-external with the destination Pod named by Antrea: no substitution",
 			Record{Protocol: 6, FlowType: FlowTypeFromExternal, Source: ep("192.0.2.50", 40000),
-				Destination: Endpoint{Address: netip.MustParseAddr("10.10.1.7"), Port: 80, PodName: "web-0"},
+				Destination:      Endpoint{Address: netip.MustParseAddr("10.10.1.7"), Port: 80, PodName: "web-0"},
 				ProxySNATAddress: snat, ProxySNATPort: 61000},
 			"6|192.0.2.50:40000|10.10.1.7:80"},
 		{"from-external without SNAT (externalTrafficPolicy Local): no substitution",
