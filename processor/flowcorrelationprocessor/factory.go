@@ -16,8 +16,8 @@ import (
 const (
 	defaultActiveTimeout   = 60 * time.Second
 	defaultInactiveTimeout = 90 * time.Second
-	// defaultMaxRecords bounds memory to roughly 1 GiB of held connections
-	// (about 1.1 KB each, see BenchmarkMemoryPer100kPending).
+	// defaultMaxRecords bounds memory to roughly 1.7 GiB of held connections
+	// (about 1.8 KB each, see BenchmarkMemoryPer100kPending).
 	defaultMaxRecords = 1_000_000
 )
 
