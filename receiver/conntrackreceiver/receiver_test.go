@@ -110,9 +110,9 @@ func TestTCPThroughClusterIPWithMasquerade(t *testing.T) {
 
 			exchange(3000, 500)
 			c.Close()
-			rs := h.waitFor("the end-of-flow record", fromPort(client), hasReason(flowrecord.EndReasonEndOfFlow))
+			h.waitFor("the end-of-flow record", fromPort(client), hasReason(flowrecord.EndReasonEndOfFlow))
 			time.Sleep(time.Second) // nothing may follow the end of flow
-			rs = h.waitFor("all records", fromPort(client), func([]flowrecord.Record) bool { return true })
+			rs := h.waitFor("all records", fromPort(client), func([]flowrecord.Record) bool { return true })
 			last := rs[len(rs)-1]
 			if last.EndReason != flowrecord.EndReasonEndOfFlow || (last.TCPState != "TIME_WAIT" && last.TCPState != "CLOSE") {
 				t.Fatalf("last record must be the one end-of-flow record in TIME_WAIT/CLOSE:\n%s", describe(rs))
@@ -253,11 +253,10 @@ func TestStartFailsWithClearErrors(t *testing.T) {
 	} {
 		cfg := testConfig(tc.netns)
 		set := receivertestSettings(t)
-		rcv, err := NewFactory().CreateLogs(t.Context(), set, cfg, nil)
-		if err == nil {
+		if _, err := NewFactory().CreateLogs(t.Context(), set, cfg, nil); err == nil {
 			t.Fatal("nil consumer accepted")
 		}
-		rcv, err = NewFactory().CreateLogs(t.Context(), set, cfg, new(sinkNop))
+		rcv, err := NewFactory().CreateLogs(t.Context(), set, cfg, new(sinkNop))
 		if err != nil {
 			t.Fatal(err)
 		}

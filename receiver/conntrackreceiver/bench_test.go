@@ -1,0 +1,152 @@
+package conntrackreceiver
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/mdlayher/netlink"
+	"github.com/ti-mo/conntrack"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/store"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+)
+
+const benchEntries = 100_000
+
+// benchTable creates a namespace holding benchEntries UDP conntrack entries
+// (created through netlink) and returns its path.
+func benchTable(b *testing.B) string {
+	b.Helper()
+	if os.Geteuid() != 0 {
+		b.Skip("needs root: creates a network namespace and conntrack entries")
+	}
+	name := fmt.Sprintf("fctb%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		b.Fatalf("ip netns add: %v %s", err, out)
+	}
+	b.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	path := "/var/run/netns/" + name
+	ns, err := ctsource.OpenNamespace(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ns.Close()
+	c, err := conntrack.Dial(&netlink.Config{NetNS: ns.FD()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for i := range benchEntries {
+		src := netip.AddrFrom4([4]byte{10, 100, byte(i >> 8), byte(i)})
+		dst := netip.AddrFrom4([4]byte{10, 200, byte(i >> 16), byte(i % 7)})
+		f := conntrack.NewFlow(17, 0, src, dst, uint16(1024+i%60000), 53, 3600, 0x42)
+		if err := c.Create(f); err != nil {
+			b.Fatalf("create entry %d: %v", i, err)
+		}
+	}
+	return path
+}
+
+// BenchmarkPoll100k compares, on one table of 100k real entries, the raw
+// netlink dump of the library (the floor) with the receiver's poll: the same
+// dump plus conversion, profile and connection store update. live-MB is the
+// heap still in use after the polls (the store of 100k connections).
+func BenchmarkPoll100k(b *testing.B) {
+	path := benchTable(b)
+	ns, err := ctsource.OpenNamespace(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ns.Close() })
+
+	b.Run("raw_dump", func(b *testing.B) {
+		src, err := ctsource.Dial(ns)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer src.Close()
+		b.ReportAllocs()
+		var n int
+		for b.Loop() {
+			flows, err := src.DumpZone(0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = len(flows)
+		}
+		if n != benchEntries {
+			b.Fatalf("dumped %d entries, want %d", n, benchEntries)
+		}
+		reportPerEntry(b, n)
+	})
+
+	b.Run("poll", func(b *testing.B) {
+		cfg := createDefaultConfig()
+		cfg.NetNS = path
+		r, err := newReceiver(receivertest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.ns = ns
+		if r.src, err = ctsource.Dial(ns); err != nil {
+			b.Fatal(err)
+		}
+		defer r.src.Close()
+		now := time.Now()
+		b.ReportAllocs()
+		for b.Loop() {
+			now = now.Add(cfg.PollInterval)
+			if err := r.dump(now); err != nil {
+				b.Fatal(err)
+			}
+			r.exports = r.store.Expired(now, r.exports[:0])
+		}
+		if r.store.Len() != benchEntries {
+			b.Fatalf("store holds %d connections, want %d", r.store.Len(), benchEntries)
+		}
+		reportPerEntry(b, benchEntries)
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-MB")
+		runtime.KeepAlive(r)
+	})
+}
+
+// reportPerEntry adds ms per poll and µs per entry (allocs and bytes per
+// entry follow from allocs/op and B/op divided by the entries).
+func reportPerEntry(b *testing.B, n int) {
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/poll")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "µs/entry")
+}
+
+// BenchmarkEncodeRecords measures turning store exports into plog records.
+func BenchmarkEncodeRecords(b *testing.B) {
+	x := store.Export{Conn: store.Conn{Key: store.Key{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"),
+		SrcPort: 40000, DstPort: 80, Proto: 6}, OrigDst: netip.MustParseAddr("10.96.0.1"), OrigDstPort: 80, TCPState: 3,
+		Orig: store.Counters{Packets: 10, Bytes: 1000}}, Start: time.Now(), End: time.Now(), Reason: flowrecord.EndReasonActiveTimeout}
+	xs := make([]store.Export, 1000)
+	for i := range xs {
+		xs[i] = x
+		xs[i].Conn.SrcPort += uint16(i)
+	}
+	r, err := newReceiver(receivertest.NewNopSettings(metadata.Type), createDefaultConfig(), consumertest.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.send(context.Background(), xs, time.Now())
+	}
+	b.ReportMetric(float64(len(xs)*b.N)/b.Elapsed().Seconds(), "records/s")
+}
