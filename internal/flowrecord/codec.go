@@ -21,6 +21,17 @@ var decoders = func() map[string]*attribute {
 	return m
 }()
 
+// aggregationAttributes counts the attributes written only for aggregated records.
+var aggregationAttributes = func() int {
+	n := 0
+	for _, a := range attributes {
+		if a.aggregation {
+			n++
+		}
+	}
+	return n
+}()
+
 // Encode writes r into lr: EventName, Timestamp (flow end), ObservedTimestamp
 // (export time), TraceID (hash of the correlation key, when there is one) and
 // the attributes of the schema. lr's previous attributes are cleared.
@@ -35,7 +46,11 @@ func Encode(r *Record, lr plog.LogRecord) {
 	}
 	m := lr.Attributes()
 	m.Clear()
-	m.EnsureCapacity(64)
+	if r.Aggregation != nil {
+		m.EnsureCapacity(len(attributes)) // an upper bound: zero values are omitted
+	} else {
+		m.EnsureCapacity(len(attributes) - aggregationAttributes)
+	}
 	for i := range attributes {
 		a := &attributes[i]
 		if a.aggregation && r.Aggregation == nil {
