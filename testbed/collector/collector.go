@@ -1,0 +1,212 @@
+// Package collector runs flowtel's built distributions as child processes, the
+// way users run them: a binary, a config file, environment variables. It waits
+// for the health_check extension before returning and stops the process with
+// SIGTERM so the collector shuts down gracefully (flushing what it holds).
+package collector
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Binary returns the path of a distribution built by `make build`.
+func Binary(repoRoot, distribution string) (string, error) {
+	p := filepath.Join(repoRoot, "_build", distribution, distribution)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s is not built (run `make build`): %w", distribution, err)
+	}
+	return p, nil
+}
+
+// Process is one running collector.
+type Process struct {
+	Name       string
+	cmd        *exec.Cmd
+	logPath    string
+	healthURL  string
+	metricsURL string
+	done       chan struct{}
+	waitErr    error
+	mu         sync.Mutex
+}
+
+// Options describe a collector to start.
+type Options struct {
+	Name   string // for logs and errors
+	Binary string
+	Config string // YAML; ${env:X} references are resolved by the collector
+	Env    []string
+	Dir    string // where the config and the log are written
+	// HealthPort and MetricsPort are the health_check and Prometheus telemetry
+	// ports the config uses (FreePort picks them); 0 skips the wait / scrape.
+	HealthPort  int
+	MetricsPort int
+}
+
+// Start writes the config, starts the collector and waits until health_check
+// reports it ready (or it exits, or the context ends).
+func Start(ctx context.Context, o Options) (*Process, error) {
+	cfgPath := filepath.Join(o.Dir, o.Name+".yaml")
+	if err := os.WriteFile(cfgPath, []byte(o.Config), 0o600); err != nil {
+		return nil, err
+	}
+	p := &Process{Name: o.Name, logPath: filepath.Join(o.Dir, o.Name+".log"), done: make(chan struct{})}
+	logFile, err := os.Create(p.logPath)
+	if err != nil {
+		return nil, err
+	}
+	p.cmd = exec.Command(o.Binary, "--config", cfgPath)
+	p.cmd.Env = append(os.Environ(), o.Env...)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test
+	if err := p.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", o.Name, err)
+	}
+	go func() {
+		err := p.cmd.Wait()
+		logFile.Close()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	if o.MetricsPort != 0 {
+		p.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", o.MetricsPort)
+	}
+	if o.HealthPort == 0 {
+		return p, nil
+	}
+	p.healthURL = fmt.Sprintf("http://127.0.0.1:%d/", o.HealthPort)
+	if err := p.waitHealthy(ctx); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Process) waitHealthy(ctx context.Context) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before it was ready: %v\n%s", p.Name, p.exitErr(), p.LogTail(40))
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %w\n%s", p.Name, ctx.Err(), p.LogTail(40))
+		case <-tick.C:
+			resp, err := http.Get(p.healthURL)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+func (p *Process) exitErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waitErr
+}
+
+// Stop sends SIGTERM and waits up to 20 s for a graceful exit, then kills.
+func (p *Process) Stop() error {
+	select {
+	case <-p.done:
+		return p.exitErr()
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop within 20s", p.Name)
+	}
+	var exit *exec.ExitError
+	if err := p.exitErr(); err != nil && !errors.As(err, &exit) {
+		return err
+	}
+	return nil
+}
+
+// Log returns the collector's whole output.
+func (p *Process) Log() string {
+	b, _ := os.ReadFile(p.logPath)
+	return string(b)
+}
+
+// LogTail returns the last n lines of the collector's output.
+func (p *Process) LogTail(n int) string {
+	lines := strings.Split(strings.TrimRight(p.Log(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)`)
+
+// Metrics scrapes the collector's Prometheus telemetry endpoint and returns the
+// samples whose name starts with prefix, keyed "name{labels}".
+func (p *Process) Metrics(prefix string) (map[string]float64, error) {
+	if p.metricsURL == "" {
+		return nil, fmt.Errorf("%s: no metrics port configured", p.Name)
+	}
+	resp, err := http.Get(p.metricsURL)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return parseSamples(resp.Body, prefix)
+}
+
+func parseSamples(r io.Reader, prefix string) (map[string]float64, error) {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		m := sampleLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			continue
+		}
+		out[m[1]+m[2]] += v
+	}
+	return out, sc.Err()
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
