@@ -149,7 +149,7 @@ func (c *fakeClock) now() time.Time { return c.t }
 
 // startProcessor runs a k8s_flow processor against a fake clientset holding
 // objs, with caches synced.
-func startProcessor(t *testing.T, cfg *Config, clock *fakeClock, objs ...runtime.Object) (*k8sFlowProcessor, *fake.Clientset) {
+func startProcessor(t testing.TB, cfg *Config, clock *fakeClock, objs ...runtime.Object) (*k8sFlowProcessor, *fake.Clientset) {
 	t.Helper()
 	cs := fake.NewClientset(objs...)
 	set := processortest.NewNopSettings(metadata.Type)
