@@ -9,24 +9,24 @@ import (
 )
 
 // CorrelationKey returns the key on which the gateway pairs the two halves of
-// one connection (DESIGN D3): protocol, source and destination after DNAT, in
-// the connection's own direction, as "proto|src|dst" with addresses in their
-// canonical text form (IPv4-mapped IPv6 unmapped, IPv6 ports in brackets):
+// one connection (DESIGN D3): protocol, source and destination as they travel
+// between the two Nodes, in the connection's own direction, as "proto|src|dst"
+// with addresses in their canonical text form (IPv4-mapped IPv6 unmapped, IPv6
+// ports in brackets):
 //
 //	6|10.10.0.5:43512|10.10.1.7:8080
 //	17|[fd00:10:10::5]:5353|[fd00:10:10:1::7]:53
 //
-// The source-Node and destination-Node halves of a Pod-to-Pod (or Node-to-Pod)
-// connection carry the same post-DNAT 5-tuple, so they get the same key.
-//
-// One exception, as in Antrea's Flow Aggregator: the ingress Node's half of a
-// from-external flow that was SNATed there (NodePort with externalTrafficPolicy
-// Cluster) carries the external client as its source, while the destination
-// Node sees the SNAT address and port. That half is keyed by the SNAT address
-// and port instead, so it lands on the destination half's key.
+// The destination is the post-DNAT endpoint, which both halves report. The
+// source is the original source, except when the source Node SNATed the
+// connection (KeyedBySNAT): then the destination Node only ever sees the SNAT
+// address and port, so the source half is keyed by those. This is Antrea's
+// substitution for the ingress Node's half of a from-external flow (NodePort
+// with externalTrafficPolicy Cluster), extended to every SNATed source half,
+// such as a host → ClusterIP connection masqueraded by the proxy (seed 000).
 func (r *Record) CorrelationKey() string {
 	src := netip.AddrPortFrom(r.Source.Address.Unmap(), r.Source.Port)
-	if r.IsIngressNodeFromExternal() {
+	if r.KeyedBySNAT() {
 		src = netip.AddrPortFrom(r.ProxySNATAddress.Unmap(), r.ProxySNATPort)
 	}
 	dst := netip.AddrPortFrom(r.Destination.Address.Unmap(), r.Destination.Port)
@@ -39,6 +39,29 @@ func (r *Record) CorrelationKey() string {
 	return string(b)
 }
 
+// KeyedBySNAT reports whether r is a source half whose source was SNATed on
+// the reporting Node, so that its correlation key uses the SNAT address and
+// port: a record the reporter marks as the source side, with a SNAT address;
+// or, for records without a side (from Antrea), Antrea's ingress-Node
+// from-external predicate.
+func (r *Record) KeyedBySNAT() bool {
+	if !r.hasSNAT() {
+		return false
+	}
+	switch r.Reporter.Side {
+	case SideSource:
+		return true
+	case SideUnknown:
+		return r.IsIngressNodeFromExternal()
+	default:
+		return false
+	}
+}
+
+func (r *Record) hasSNAT() bool {
+	return r.ProxySNATAddress.IsValid() && !r.ProxySNATAddress.IsUnspecified()
+}
+
 // IsIngressNodeFromExternal reports whether r is the ingress Node's half of a
 // from-external flow that was SNATed on that Node: Antrea's
 // "isSourceNodeFromExternal" (flow type FromExternal, proxy SNAT address set, and
@@ -46,7 +69,7 @@ func (r *Record) CorrelationKey() string {
 // side it is, that decides instead of the Pod name, because flowtel may know
 // remote Pods.
 func (r *Record) IsIngressNodeFromExternal() bool {
-	if r.FlowType != FlowTypeFromExternal || !r.ProxySNATAddress.IsValid() || r.ProxySNATAddress.IsUnspecified() {
+	if r.FlowType != FlowTypeFromExternal || !r.hasSNAT() {
 		return false
 	}
 	switch r.Reporter.Side {

@@ -5,10 +5,12 @@ import "github.com/flowtel/flowtel/internal/flowrecord"
 // merge completes stored (one half of a connection) with what the other half,
 // in, knows: every non-empty Kubernetes field of in overwrites stored's, as
 // Antrea's Flow Aggregator does. Addresses, ports, counters, conntrack data
-// and the flow type stay the first record's, with one exception: when in is
-// the ingress Node's half of an SNATed from-external flow, stored learns the
-// external client as its source, the SNAT address and port, and becomes
-// FROM_EXTERNAL again; so either arrival order gives the same record.
+// and the flow type stay the first record's, with one exception: when in is a
+// source half keyed by its SNAT address (flowrecord.KeyedBySNAT: the ingress
+// Node of an SNATed from-external flow, or a source Node whose proxy
+// masqueraded the connection), stored learns the real client as its source and
+// the SNAT address and port, and a from-external flow becomes FROM_EXTERNAL
+// again; so either arrival order gives the same record.
 func merge(stored, in *flowrecord.Record) {
 	mergeEndpoint(&stored.Source, &in.Source)
 	mergeEndpoint(&stored.Destination, &in.Destination)
@@ -29,10 +31,12 @@ func merge(stored, in *flowrecord.Record) {
 	if stored.Egress.Name == "" && in.Egress.Name != "" {
 		stored.Egress = in.Egress
 	}
-	if in.IsIngressNodeFromExternal() {
+	if in.KeyedBySNAT() {
 		stored.Source = in.Source
 		stored.ProxySNATAddress = in.ProxySNATAddress
 		stored.ProxySNATPort = in.ProxySNATPort
+	}
+	if in.IsIngressNodeFromExternal() {
 		stored.FlowType = flowrecord.FlowTypeFromExternal
 	}
 }

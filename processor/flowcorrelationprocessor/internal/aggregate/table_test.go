@@ -226,6 +226,47 @@ func TestFromExternalMergesUnderTheSNATKeyInEitherOrder(t *testing.T) {
 	}
 }
 
+// Seed 000, case 3: a host → ClusterIP connection masqueraded by the proxy on
+// the source Node. The source Node reports the real client (its gateway
+// address and port) with the SNAT port; the destination Node sees only the
+// SNAT tuple. Both halves key on the SNAT tuple and pair in either order, and
+// the paired record names the real client port.
+func TestProxySNATedHostHalfPairsInEitherOrder(t *testing.T) {
+	for _, sourceFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "source_first", false: "destination_first"}[sourceFirst], func(t *testing.T) {
+			gw := netip.MustParseAddr("10.0.0.254")
+			src := base(v4, flowrecord.FlowTypeInterNode, false)
+			src.Source = flowrecord.Endpoint{Address: gw, Port: 41006, Kind: flowrecord.EndpointNode, NodeName: "node-1"}
+			src.Destination.PodName, src.Destination.Namespace, src.Destination.NodeName = "", "", ""
+			src.ProxySNATAddress, src.ProxySNATPort = gw, 62000
+			src.Service = flowrecord.Service{PortName: "ns/web:http", Address: netip.MustParseAddr("10.96.0.10"), Port: 80}
+			src.Reporter = flowrecord.Reporter{NodeName: "node-1", Side: flowrecord.SideSource}
+			dst := base(v4, flowrecord.FlowTypeInterNode, false)
+			dst.Source = flowrecord.Endpoint{Address: gw, Port: 62000, Kind: flowrecord.EndpointNode, NodeName: "node-1"}
+			dst.Reporter = flowrecord.Reporter{NodeName: "node-2", Side: flowrecord.SideDestination}
+			require.Equal(t, src.CorrelationKey(), dst.CorrelationKey())
+
+			first, second := src, dst
+			if !sourceFirst {
+				first, second = dst, src
+			}
+			tbl, x := newTestTable(t)
+			tbl.Add(first, at(1), x.emit)
+			assert.Empty(t, x.recs)
+			tbl.Add(second, at(1), x.emit)
+			recs, _ := x.take()
+			require.Len(t, recs, 1)
+			r := recs[0]
+			assert.Equal(t, flowrecord.CorrelationPaired, r.Correlation)
+			assert.Equal(t, flowrecord.FlowTypeInterNode, r.FlowType)
+			assert.Equal(t, uint16(41006), r.Source.Port, "the real client port, not the SNAT port")
+			assert.Equal(t, uint16(62000), r.ProxySNATPort)
+			assert.Equal(t, "pod2", r.Destination.PodName)
+			assert.Equal(t, "ns/web:http", r.Service.PortName)
+		})
+	}
+}
+
 // Antrea's TestAggregateRecordsForInterNodeFlow: the worked example of
 // reference §2.2.4 (888 and 915 bits/s), statistics equal to the latest
 // records, end reason and TCP state from the latest record.
