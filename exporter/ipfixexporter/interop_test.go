@@ -11,6 +11,7 @@ import (
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/metadata"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/ipfixcollector"
 )
 
 // testExporter builds and starts the exporter's core (no sending queue, so
@@ -63,25 +64,23 @@ func TestGoIPFIXCollectorDecodesEveryIE(t *testing.T) {
 	for _, transport := range []string{TransportTCP, TransportUDP} {
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s/%s/uids=%t", transport, c.kind, c.uids), func(t *testing.T) {
-				ns := newNetns(t)
-				port := freePort(t)
-				col := startGoCollector(t, ns, transport, port)
-				cfg := testConfig(fmt.Sprintf("127.0.0.1:%d", port), transport, c.kind)
+				col := startCollector(t, transport, nil)
+				cfg := testConfig(col.Endpoint(), transport, c.kind)
 				cfg.IncludeK8sUIDs = c.uids
-				e, _ := testExporter(t, cfg, ns.dialer())
+				e, _ := testExporter(t, cfg, nsDialer(col.Netns()))
 
 				recs := []*flowrecord.Record{fullRecord(false), fullRecord(true)}
 				if err := e.pushLogs(context.Background(), logsOf(recs...)); err != nil {
 					t.Fatal(err)
 				}
-				got := col.waitRecords(t, 2)
+				got := waitRecords(t, col, 2)
 				wantODID := observationDomain(testClusterUUID)
 				for i, r := range recs {
 					names, _ := layout.Names(cfg.layoutOptions(), r.IsIPv6())
 					if len(names) != c.count {
 						t.Fatalf("layout has %d IEs, want %d", len(names), c.count)
 					}
-					var d *decoded
+					var d *ipfixcollector.Record
 					wantTemplate := layout.TemplateIDv4
 					if r.IsIPv6() {
 						wantTemplate = layout.TemplateIDv6

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/ipfixcollector"
 )
 
 // counter sums a counter's data points whose reason (when given) matches.
@@ -43,7 +44,7 @@ func recordsWithPorts(from, n int) []*flowrecord.Record {
 	return out
 }
 
-func ports(recs []decoded) map[string]bool {
+func ports(recs []ipfixcollector.Record) map[string]bool {
 	m := map[string]bool{}
 	for _, r := range recs {
 		m[r.Fields["sourceTransportPort"]] = true
@@ -54,9 +55,8 @@ func ports(recs []decoded) map[string]bool {
 // TestBadRecordsFailAlone: a record too long to encode and a log record that is
 // not a flow fail alone, are counted with their reason, and the others arrive.
 func TestBadRecordsFailAlone(t *testing.T) {
-	ns := newNetns(t)
-	col := startGoCollector(t, ns, TransportTCP, freePort(t))
-	e, tt := testExporter(t, testConfig("127.0.0.1:14739", TransportTCP, layout.Aggregate), ns.dialer())
+	col := startCollector(t, TransportTCP, nil)
+	e, tt := testExporter(t, testConfig(col.Endpoint(), TransportTCP, layout.Aggregate), nsDialer(col.Netns()))
 
 	recs := recordsWithPorts(1000, 3)
 	recs[1].Source.PodName = strings.Repeat("x", 70000) // over the 65535-byte IPFIX string limit
@@ -66,9 +66,9 @@ func TestBadRecordsFailAlone(t *testing.T) {
 	if err := e.pushLogs(context.Background(), ld); err != nil {
 		t.Fatalf("push: %v", err)
 	}
-	col.waitRecords(t, 2)
+	waitRecords(t, col, 2)
 	time.Sleep(200 * time.Millisecond) // a wrongly sent third record would arrive by now
-	got, _ := col.records()
+	got, _ := col.Records()
 	if p := ports(got); len(got) != 2 || !p["1000"] || !p["1002"] {
 		t.Fatalf("collector got %d records with ports %v, want ports 1000 and 1002", len(got), p)
 	}
@@ -87,16 +87,15 @@ func TestBadRecordsFailAlone(t *testing.T) {
 // exporter reconnects, resends the templates, and the records sent after the
 // restart decode.
 func TestCollectorRestart(t *testing.T) {
-	ns := newNetns(t)
-	col := startGoCollector(t, ns, TransportTCP, freePort(t))
-	e, tt := testExporter(t, testConfig("127.0.0.1:14739", TransportTCP, layout.Aggregate), ns.dialer())
+	col := startCollector(t, TransportTCP, nil)
+	e, tt := testExporter(t, testConfig(col.Endpoint(), TransportTCP, layout.Aggregate), nsDialer(col.Netns()))
 	ctx := context.Background()
 
 	if err := e.pushLogs(ctx, logsOf(recordsWithPorts(2000, 100)...)); err != nil {
 		t.Fatal(err)
 	}
-	col.waitRecords(t, 100)
-	col.stop(t)
+	waitRecords(t, col, 100)
+	col.Stop()
 
 	// While it is down, pushes fail with a clear error and give the records back.
 	err := e.pushLogs(ctx, logsOf(recordsWithPorts(3000, 10)...))
@@ -104,11 +103,11 @@ func TestCollectorRestart(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		err = e.pushLogs(ctx, logsOf(recordsWithPorts(3000, 10)...))
 	}
-	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:14739") {
+	if err == nil || !strings.Contains(err.Error(), col.Endpoint()) {
 		t.Fatalf("push to a stopped collector: err = %v, want an error naming the endpoint", err)
 	}
 
-	col.start(t)
+	col.Restart(t)
 	after := recordsWithPorts(4000, 50)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -121,7 +120,7 @@ func TestCollectorRestart(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	got := col.waitRecords(t, 50)
+	got := waitRecords(t, col, 50)
 	p := ports(got)
 	for _, r := range after {
 		if !p[fmt.Sprint(r.Source.Port)] {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
+	"github.com/flowtel/flowtel/testbed/ipfixcollector"
 )
 
 // testPKI writes a CA and a certificate it signed (for 127.0.0.1) as PEM files.
@@ -90,25 +91,24 @@ func TestTLS(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ns := newNetns(t)
-			extra := []string{"--server-cert", pki.path("server.crt"), "--server-key", pki.path("server.key")}
+			tlsOpts := &ipfixcollector.TLS{ServerCert: pki.path("server.crt"), ServerKey: pki.path("server.key")}
 			if c.mtls {
-				extra = append(extra, "--client-ca", pki.path("ca.crt"))
+				tlsOpts.ClientCA = pki.path("ca.crt")
 			}
-			col := startGoCollector(t, ns, "tcp", freePort(t), extra...)
-			cfg := testConfig("127.0.0.1:14739", TransportTLS, layout.Aggregate)
+			col := startCollector(t, "tcp", tlsOpts)
+			cfg := testConfig(col.Endpoint(), TransportTLS, layout.Aggregate)
 			cfg.TLS.CAFile = pki.path(c.ca)
 			cfg.TLS.MinVersion = "1.3"
 			if c.clientCrt {
 				cfg.TLS.CertFile, cfg.TLS.KeyFile = pki.path("client.crt"), pki.path("client.key")
 			}
-			e, _ := testExporter(t, cfg, ns.dialer())
+			e, _ := testExporter(t, cfg, nsDialer(col.Netns()))
 			err := e.pushLogs(context.Background(), logsOf(recordsWithPorts(5000, 5)...))
 			if c.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if p := ports(col.waitRecords(t, 5)); !p["5000"] || !p["5004"] {
+				if p := ports(waitRecords(t, col, 5)); !p["5000"] || !p["5004"] {
 					t.Fatalf("records did not decode over TLS: ports %v", p)
 				}
 				return
@@ -122,7 +122,7 @@ func TestTLS(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
 			}
-			if recs, _ := col.records(); len(recs) != 0 {
+			if recs, _ := col.Records(); len(recs) != 0 {
 				t.Fatalf("collector decoded %d records over a rejected connection", len(recs))
 			}
 		})
