@@ -77,10 +77,13 @@ type Lab struct {
 	created  []string // namespaces, for Close
 }
 
-// Service address ranges.
+// Cluster (all podCIDRs) and Service address ranges.
 var (
+	ClusterCIDRv4 = netip.MustParsePrefix("10.244.0.0/16")
+	ClusterCIDRv6 = netip.MustParsePrefix("fd00:244::/48")
+
 	ServiceCIDRv4 = netip.MustParsePrefix("10.96.0.0/16")
-	ServiceCIDRv6 = netip.MustParsePrefix("fd00:96::/112")
+	ServiceCIDRv6 = netip.MustParsePrefix("fd00:10:96::/108") // as testbed/controlplane's API server
 )
 
 // New creates the fabric, n Nodes and the external host. On error everything
@@ -158,6 +161,14 @@ func (l *Lab) addNode(ctx context.Context, i int) error {
 		return err
 	}
 	if err := l.plug(ctx, node.NS, fmt.Sprintf("n%d", i), node.TransportV4, node.TransportV6); err != nil {
+		return err
+	}
+	// Pod traffic leaving the cluster is masqueraded to the Node's address, as
+	// CNIs do by default (the external network has no route to podCIDRs).
+	if err := l.in(ctx, node.NS,
+		fmt.Sprintf("iptables -w -t nat -A POSTROUTING -s %s ! -d %s -o eth0 -j MASQUERADE", ClusterCIDRv4, ClusterCIDRv4),
+		fmt.Sprintf("ip6tables -w -t nat -A POSTROUTING -s %s ! -d %s -o eth0 -j MASQUERADE", ClusterCIDRv6, ClusterCIDRv6),
+	); err != nil {
 		return err
 	}
 	l.Nodes = append(l.Nodes, node)

@@ -80,7 +80,7 @@ func TestLabCarriesClusterTraffic(t *testing.T) {
 	require.NoError(t, err)
 	startServer(t, bin, server)
 	svc := &Service{Namespace: "default", Name: "web", Protocol: "tcp", Port: 80, TargetPort: 8080, NodePort: 30080,
-		ClusterIPv4: netip.MustParseAddr("10.96.0.10"), ClusterIPv6: netip.MustParseAddr("fd00:96::10"),
+		ClusterIPv4: netip.MustParseAddr("10.96.0.10"), ClusterIPv6: netip.MustParseAddr("fd00:10:96::10"),
 		Endpoints: []*Pod{server}}
 	require.NoError(t, lab.AddService(ctx, svc))
 
