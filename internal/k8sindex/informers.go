@@ -17,8 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -258,4 +260,9 @@ func (in *Informers) Shutdown() {
 	in.podFactory.Shutdown()
 	<-in.done
 	in.cancel = nil
+	// Watches are closed; their connections would idle (with their
+	// goroutines) in client-go's shared transport until the process exits.
+	if rc, ok := in.client.CoreV1().RESTClient().(*rest.RESTClient); ok && rc.Client != nil {
+		utilnet.CloseIdleConnectionsFor(rc.Client.Transport)
+	}
 }

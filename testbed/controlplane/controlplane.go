@@ -1,0 +1,277 @@
+// Package controlplane runs a real etcd and kube-apiserver for tests
+// (DESIGN §4): token authentication, RBAC authorization, ServiceAccount
+// tokens through the TokenRequest API. There is no scheduler, controller
+// manager or kubelet: tests create Nodes, Pods (IPs through the status
+// subresource) and Services themselves.
+//
+// The binaries come from build.sh (built once from Go modules and cached),
+// or from the directory in $FLOWTEL_CONTROLPLANE_BIN.
+package controlplane
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Service address ranges of the test API server (dual-stack).
+const (
+	ServiceCIDRv4 = "10.96.0.0/16"
+	ServiceCIDRv6 = "fd00:10:96::/108"
+)
+
+// ControlPlane is a running etcd + kube-apiserver.
+type ControlPlane struct {
+	// URL is the API server's https URL (self-signed certificate).
+	URL string
+	// AdminToken authenticates as "admin" in group system:masters.
+	AdminToken string
+	// Admin is a clientset authenticated with AdminToken.
+	Admin kubernetes.Interface
+	// Dir holds the data, certificates, logs and kubeconfigs; removed at cleanup.
+	Dir string
+}
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// Binaries returns the directory holding kube-apiserver and etcd, building
+// them with build.sh on first use (minutes when the cache is cold).
+func Binaries() (string, error) {
+	binOnce.Do(func() {
+		if d := os.Getenv("FLOWTEL_CONTROLPLANE_BIN"); d != "" {
+			binDir = d
+			return
+		}
+		_, self, _, _ := runtime.Caller(0)
+		script := filepath.Join(filepath.Dir(self), "build.sh")
+		out, err := exec.Command(script).Output()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				err = fmt.Errorf("%w: %s", err, ee.Stderr)
+			}
+			binErr = fmt.Errorf("building the control plane with %s: %w", script, err)
+			return
+		}
+		binDir = strings.TrimSpace(string(out))
+	})
+	return binDir, binErr
+}
+
+// Start runs etcd and kube-apiserver on free loopback ports until the test ends.
+func Start(t testing.TB) *ControlPlane {
+	t.Helper()
+	bin, err := Binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cp := &ControlPlane{Dir: dir, AdminToken: randomToken()}
+
+	etcdClient, etcdPeer, apiPort := freePort(t), freePort(t), freePort(t)
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
+	startProcess(t, dir, "etcd", filepath.Join(bin, "etcd"),
+		"--name", "flowtel", "--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "flowtel="+peerURL, "--log-level", "warn")
+	noKeepAlive := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	waitFor(t, dir, "etcd", func() bool {
+		resp, err := noKeepAlive.Get(etcdURL + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+
+	saKey, saPub := writeServiceAccountKeys(t, dir)
+	tokens := filepath.Join(dir, "tokens.csv")
+	must(t, os.WriteFile(tokens, []byte(cp.AdminToken+`,admin,uid-admin,"system:masters"`+"\n"), 0o600))
+	startProcess(t, dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"),
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", apiPort), "--cert-dir="+filepath.Join(dir, "certs"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
+		"--token-auth-file="+tokens, "--authorization-mode=RBAC",
+		"--service-cluster-ip-range="+ServiceCIDRv4+","+ServiceCIDRv6,
+		// No controller manager creates the default ServiceAccount.
+		"--disable-admission-plugins=ServiceAccount",
+		// Required with a loopback advertise address.
+		"--endpoint-reconciler-type=none")
+	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	cfg := cp.Config(cp.AdminToken)
+	admin, err := kubernetes.NewForConfig(cfg)
+	must(t, err)
+	cp.Admin = admin
+	// Close the admin client's connections before the processes stop, so
+	// no connection goroutine outlives the test (goleak).
+	t.Cleanup(func() { CloseIdleConnections(admin) })
+	waitFor(t, dir, "kube-apiserver", func() bool {
+		body, err := cp.Admin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
+		return err == nil && string(body) == "ok"
+	})
+	return cp
+}
+
+// Config is a client configuration authenticating with token.
+func (cp *ControlPlane) Config(token string) *rest.Config {
+	return &rest.Config{Host: cp.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Timeout: 30 * time.Second}
+}
+
+// Kubeconfig writes a kubeconfig file authenticating with token and returns its path.
+func (cp *ControlPlane) Kubeconfig(t testing.TB, name, token string) string {
+	t.Helper()
+	path := filepath.Join(cp.Dir, name+".kubeconfig")
+	must(t, os.WriteFile(path, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: %s, user: {token: %q}}]
+contexts: [{name: test, context: {cluster: test, user: %s}}]
+current-context: test
+`, cp.URL, name, token, name), 0o600))
+	return path
+}
+
+// ServiceAccount creates namespace/name (and the namespace), binds it to
+// the given ClusterRoles, and returns a token for it from the TokenRequest API.
+func (cp *ControlPlane) ServiceAccount(t testing.TB, namespace, name string, clusterRoles ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	_, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	_, err = cp.Admin.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	must(t, err)
+	for _, role := range clusterRoles {
+		_, err := cp.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: namespace + "-" + name + "-" + role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: name}},
+		}, metav1.CreateOptions{})
+		must(t, err)
+	}
+	tr, err := cp.Admin.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	return tr.Status.Token
+}
+
+// CloseIdleConnections closes a clientset's idle connections (client-go
+// shares transports between clients built from equal configs).
+func CloseIdleConnections(c kubernetes.Interface) {
+	if rc, ok := c.CoreV1().RESTClient().(*rest.RESTClient); ok && rc.Client != nil {
+		utilnet.CloseIdleConnectionsFor(rc.Client.Transport)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func writeServiceAccountKeys(t testing.TB, dir string) (keyPath, pubPath string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	must(t, err)
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	must(t, err)
+	keyPath, pubPath = filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")
+	must(t, os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600))
+	must(t, os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600))
+	return keyPath, pubPath
+}
+
+// startProcess runs a binary with its output in dir/name.log, and stops it
+// (SIGTERM, then SIGKILL after 10 s) when the test ends.
+func startProcess(t testing.TB, dir, name, path string, args ...string) {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	must(t, err)
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		logf.Close()
+	})
+}
+
+// waitFor polls ready for up to 60 s; on timeout it fails with the process log's tail.
+func waitFor(t testing.TB, dir, name string, ready func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !ready() {
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, name+".log"))
+			if len(log) > 4000 {
+				log = log[len(log)-4000:]
+			}
+			t.Fatalf("%s not ready after 60 s; log tail:\n%s", name, log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
