@@ -262,7 +262,7 @@ func (in *Informers) Shutdown() {
 	in.cancel = nil
 	// Watches are closed; their connections would idle (with their
 	// goroutines) in client-go's shared transport until the process exits.
-	if rc, ok := in.client.CoreV1().RESTClient().(*rest.RESTClient); ok && rc.Client != nil {
+	if rc, ok := in.client.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil && rc.Client != nil {
 		utilnet.CloseIdleConnectionsFor(rc.Client.Transport)
 	}
 }

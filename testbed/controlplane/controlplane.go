@@ -193,7 +193,7 @@ func (cp *ControlPlane) ServiceAccount(t testing.TB, namespace, name string, clu
 // CloseIdleConnections closes a clientset's idle connections (client-go
 // shares transports between clients built from equal configs).
 func CloseIdleConnections(c kubernetes.Interface) {
-	if rc, ok := c.CoreV1().RESTClient().(*rest.RESTClient); ok && rc.Client != nil {
+	if rc, ok := c.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil && rc.Client != nil {
 		utilnet.CloseIdleConnectionsFor(rc.Client.Transport)
 	}
 }
