@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -180,3 +181,5 @@ func cronJob(name, cron string) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name),
 		OwnerReferences: []metav1.OwnerReference{{Kind: "CronJob", Name: cron, APIVersion: "batch/v1", UID: "uid-cron", Controller: ptr(true)}}}}
 }
+
+func processortestSettings() processor.Settings { return processortest.NewNopSettings(metadata.Type) }
