@@ -1,0 +1,291 @@
+package deploy_test
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/flowtel/flowtel/internal/components"
+)
+
+// rendered is one way of deploying flowtel, rendered to objects.
+type rendered struct {
+	name string
+	objs []*unstructured.Unstructured
+}
+
+func kustomizeVariants(t *testing.T) []rendered {
+	return []rendered{
+		{"kustomize deploy/kubernetes", objects(t, kustomize(t, "."))},
+		{"kustomize examples/clickhouse-mtls", objects(t, kustomize(t, "examples/clickhouse-mtls"))},
+	}
+}
+
+func helmVariants(t *testing.T) []rendered {
+	var out []rendered
+	for _, v := range chartValueSets {
+		out = append(out, rendered{"helm template " + v, objects(t, helmTemplate(t, "flowtel", "flowtel", v))})
+	}
+	return out
+}
+
+// The kustomize base and its example overlay: one node and one gateway
+// collector each, valid configurations, and the shape the issue asks for.
+func TestKustomizeCollectors(t *testing.T) {
+	for _, r := range kustomizeVariants(t) {
+		t.Run(r.name, func(t *testing.T) { checkWorkloads(t, r) })
+	}
+}
+
+func TestHelmCollectors(t *testing.T) {
+	for _, r := range helmVariants(t) {
+		t.Run(r.name, func(t *testing.T) { checkWorkloads(t, r) })
+	}
+}
+
+func TestHelmLint(t *testing.T) {
+	for _, v := range chartValueSets {
+		args := []string{"lint", "--strict", chartDir()}
+		if v != "" {
+			args = append(args, "--values", chartDir()+"/"+v)
+		}
+		out := run(t, nil, helm(t), args...)
+		if !strings.Contains(string(out), "0 chart(s) failed") {
+			t.Errorf("helm lint %s:\n%s", v, out)
+		}
+	}
+}
+
+// A chart value the templates cannot honour fails rendering, naming it.
+func TestHelmRejectsUnknownResolver(t *testing.T) {
+	out, err := runErr(nil, helm(t), "template", "x", chartDir(), "--set", "gateway.resolver=static")
+	if err == nil || !strings.Contains(err.Error(), `gateway.resolver: "static" is not k8s or dns`) {
+		t.Fatalf("want a rendering error naming gateway.resolver, got %v\n%s", err, out)
+	}
+}
+
+func checkWorkloads(t *testing.T, r rendered) {
+	byDist := map[string][]collector{}
+	for _, c := range workloadCollectors(t, r.name, r.objs) {
+		byDist[c.dist] = append(byDist[c.dist], c)
+	}
+	if len(byDist[components.Node]) != 1 || len(byDist[components.Gateway]) != 1 {
+		t.Fatalf("want one node and one gateway collector, got %d and %d", len(byDist[components.Node]), len(byDist[components.Gateway]))
+	}
+	node, gw := byDist[components.Node][0], byDist[components.Gateway][0]
+	nodeRaw, gwRaw := node.validate(t), gw.validate(t)
+	if nodeRaw == nil || gwRaw == nil {
+		return
+	}
+	checkNodePod(t, node, nodeRaw)
+	checkGatewayPod(t, gw, gwRaw)
+	checkResolverTarget(t, r.objs, nodeRaw, gw)
+	checkTLSPairing(t, nodeRaw, gwRaw)
+	checkPDB(t, r.objs, gw)
+	checkSinks(t, gw, gwRaw)
+}
+
+// The node collector: host network, root with only NET_ADMIN added, read-only
+// root filesystem, K8S_NODE_NAME from the downward API, probes on the
+// health_check port, requests and limits, and it tolerates every taint.
+func checkNodePod(t *testing.T, c collector, raw map[string]any) {
+	t.Helper()
+	spec := c.pod.Spec
+	if !spec.HostNetwork || spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("%s: hostNetwork %v, dnsPolicy %q; want true, ClusterFirstWithHostNet", c.source, spec.HostNetwork, spec.DNSPolicy)
+	}
+	if !slices.ContainsFunc(spec.Tolerations, func(tol corev1.Toleration) bool {
+		return tol.Key == "" && tol.Operator == corev1.TolerationOpExists && tol.Effect == ""
+	}) {
+		t.Errorf("%s: no toleration {operator: Exists} for every taint: %v", c.source, spec.Tolerations)
+	}
+	ctr := containerNamed(t, c.source, spec.Containers, "collector")
+	sc := ctr.SecurityContext
+	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 || sc.Capabilities == nil ||
+		!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN"}) ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		(sc.Privileged != nil && *sc.Privileged) {
+		t.Errorf("%s: securityContext %+v; want runAsUser 0, add [NET_ADMIN], drop [ALL], read-only root, no escalation", c.source, sc)
+	}
+	if !slices.ContainsFunc(ctr.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "K8S_NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	}) {
+		t.Errorf("%s: K8S_NODE_NAME is not spec.nodeName from the downward API", c.source)
+	}
+	if got := at(raw, "processors", "k8s_flow", "node_name"); got != "node-1" {
+		t.Errorf("%s: k8s_flow node_name resolves to %v, want the Node's name", c.source, got)
+	}
+	checkProbesAndResources(t, c, ctr, raw)
+}
+
+func checkGatewayPod(t *testing.T, c collector, raw map[string]any) {
+	t.Helper()
+	spec := c.pod.Spec
+	ctr := containerNamed(t, c.source, spec.Containers, "collector")
+	nonRoot := spec.SecurityContext != nil && spec.SecurityContext.RunAsNonRoot != nil && *spec.SecurityContext.RunAsNonRoot
+	sc := ctr.SecurityContext
+	if !nonRoot || sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
+		t.Errorf("%s: want non-root, read-only root filesystem, every capability dropped", c.source)
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		t.Errorf("%s: the gateway needs no API access; its token should not be mounted", c.source)
+	}
+	checkProbesAndResources(t, c, ctr, raw)
+}
+
+func checkProbesAndResources(t *testing.T, c collector, ctr *corev1.Container, raw map[string]any) {
+	t.Helper()
+	ep, _ := at(raw, "extensions", "health_check", "endpoint").(string)
+	_, healthPort, err := net.SplitHostPort(ep)
+	if err != nil {
+		t.Errorf("%s: health_check endpoint %q: %v", c.source, ep, err)
+		return
+	}
+	for name, p := range map[string]*corev1.Probe{"liveness": ctr.LivenessProbe, "readiness": ctr.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil {
+			t.Errorf("%s: no HTTP %s probe", c.source, name)
+			continue
+		}
+		if got := probePort(ctr, p.HTTPGet.Port); got != healthPort {
+			t.Errorf("%s: %s probe on port %s, health_check listens on %s", c.source, name, got, healthPort)
+		}
+	}
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := ctr.Resources.Requests[res]; !ok {
+			t.Errorf("%s: no %s request", c.source, res)
+		}
+		if _, ok := ctr.Resources.Limits[res]; !ok {
+			t.Errorf("%s: no %s limit", c.source, res)
+		}
+	}
+}
+
+func probePort(ctr *corev1.Container, port intstr.IntOrString) string {
+	if port.Type == intstr.Int {
+		return strconv.Itoa(port.IntValue())
+	}
+	for _, p := range ctr.Ports {
+		if p.Name == port.StrVal {
+			return strconv.Itoa(int(p.ContainerPort))
+		}
+	}
+	return "unknown port " + port.StrVal
+}
+
+// The load_balancing exporter routes on flow.key to the gateway's headless
+// Service: the Service the resolver names exists, is headless, selects the
+// gateway Pods and serves the OTLP port.
+func checkResolverTarget(t *testing.T, objs []*unstructured.Unstructured, nodeRaw map[string]any, gw collector) {
+	t.Helper()
+	lb := "exporters.load_balancing"
+	if got := fmt.Sprintf("%v %v", at(nodeRaw, "exporters", "load_balancing", "routing_key"), at(nodeRaw, "exporters", "load_balancing", "routing_attributes")); got != "attributes [flow.key]" {
+		t.Errorf("%s routes on %s, want attributes [flow.key]", lb, got)
+	}
+	var name, namespace, port string
+	if svc, ok := at(nodeRaw, "exporters", "load_balancing", "resolver", "k8s", "service").(string); ok {
+		name, namespace, _ = strings.Cut(svc, ".")
+		port = fmt.Sprint(at(nodeRaw, "exporters", "load_balancing", "resolver", "k8s", "ports"))
+		port = strings.Trim(port, "[]")
+	} else if host, ok := at(nodeRaw, "exporters", "load_balancing", "resolver", "dns", "hostname").(string); ok {
+		parts := strings.Split(host, ".")
+		if len(parts) < 3 || parts[2] != "svc" {
+			t.Fatalf("dns resolver hostname %q is not <service>.<namespace>.svc...", host)
+		}
+		name, namespace = parts[0], parts[1]
+		port = fmt.Sprint(at(nodeRaw, "exporters", "load_balancing", "resolver", "dns", "port"))
+	} else {
+		t.Fatalf("%s.resolver is neither k8s nor dns: %v", lb, at(nodeRaw, "exporters", "load_balancing", "resolver"))
+	}
+	if namespace != gw.namespace {
+		t.Errorf("the resolver looks in namespace %q, the gateway runs in %q", namespace, gw.namespace)
+	}
+	for _, o := range find(objs, "Service") {
+		if o.GetName() != name || o.GetNamespace() != namespace {
+			continue
+		}
+		var svc corev1.Service
+		convert(t, o, &svc)
+		if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			t.Errorf("Service %s is not headless: a virtual IP would split the halves of connections", name)
+		}
+		if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(gw.pod.Labels)) || len(svc.Spec.Selector) == 0 {
+			t.Errorf("Service %s selector %v does not select the gateway Pods %v", name, svc.Spec.Selector, gw.pod.Labels)
+		}
+		if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return strconv.Itoa(int(p.Port)) == port }) {
+			t.Errorf("Service %s has no port %s", name, port)
+		}
+		return
+	}
+	t.Errorf("the resolver's Service %s/%s is not in the manifests", namespace, name)
+}
+
+// TLS on one side means TLS on the other; a client certificate is sent
+// exactly when the gateway asks for one.
+func checkTLSPairing(t *testing.T, nodeRaw, gwRaw map[string]any) {
+	t.Helper()
+	clientTLS, _ := at(nodeRaw, "exporters", "load_balancing", "protocol", "otlp", "tls").(map[string]any)
+	serverTLS, _ := at(gwRaw, "receivers", "otlp", "protocols", "grpc", "tls").(map[string]any)
+	insecure := clientTLS != nil && clientTLS["insecure"] == true
+	if insecure != (serverTLS == nil) {
+		t.Errorf("node TLS %v does not match gateway TLS %v", clientTLS, serverTLS)
+	}
+	if serverTLS == nil {
+		return
+	}
+	if s, _ := clientTLS["server_name_override"].(string); !strings.HasPrefix(s, "flowtel-gateway.") && !strings.Contains(s, "-gateway.") {
+		t.Errorf("node TLS server_name_override %q does not name the gateway Service", s)
+	}
+	clientCert := clientTLS["cert_file"] != nil && clientTLS["cert_file"] != ""
+	clientCA := serverTLS["client_ca_file"] != nil && serverTLS["client_ca_file"] != ""
+	if clientCert != clientCA {
+		t.Errorf("mTLS half configured: node cert_file %v, gateway client_ca_file %v", clientTLS["cert_file"], serverTLS["client_ca_file"])
+	}
+}
+
+func checkPDB(t *testing.T, objs []*unstructured.Unstructured, gw collector) {
+	t.Helper()
+	replicas := 0
+	for _, o := range find(objs, "StatefulSet") {
+		r, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+		replicas = int(r)
+	}
+	pdbs := find(objs, "PodDisruptionBudget")
+	if replicas <= 1 && len(pdbs) == 0 {
+		return // a budget on one replica would block every drain
+	}
+	for _, o := range pdbs {
+		var pdb policyv1.PodDisruptionBudget
+		convert(t, o, &pdb)
+		sel := labels.SelectorFromSet(pdb.Spec.Selector.MatchLabels)
+		if sel.Matches(labels.Set(gw.pod.Labels)) {
+			return
+		}
+	}
+	t.Errorf("no PodDisruptionBudget selects the gateway Pods %v", gw.pod.Labels)
+}
+
+// Every exporter defined is used; ClickHouse credentials come from a Secret.
+func checkSinks(t *testing.T, gw collector, raw map[string]any) {
+	t.Helper()
+	logs := fmt.Sprint(at(raw, "service", "pipelines", "logs", "exporters"))
+	if _, ok := at(raw, "exporters", "clickhouse_flows").(map[string]any); ok {
+		if !strings.Contains(logs, "clickhouse_flows") {
+			t.Errorf("%s: clickhouse_flows is defined but not in the logs pipeline %s", gw.source, logs)
+		}
+		if !strings.HasPrefix(gw.env["CH_PASSWORD"], "secret-") {
+			t.Errorf("%s: ClickHouse password not from a Secret (CH_PASSWORD=%q)", gw.source, gw.env["CH_PASSWORD"])
+		}
+	}
+}
