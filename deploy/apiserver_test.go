@@ -1,0 +1,223 @@
+package deploy_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/processor/processortest"
+	authv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/flowtel/flowtel/internal/k8sindex"
+	"github.com/flowtel/flowtel/processor/k8sflowprocessor"
+	"github.com/flowtel/flowtel/testbed/controlplane"
+)
+
+// cluster is a real kube-apiserver and a kubeconfig for kubectl.
+type cluster struct {
+	*controlplane.ControlPlane
+	kubeconfig string
+}
+
+func startCluster(t *testing.T) cluster {
+	t.Helper()
+	kubectl(t)
+	cp := controlplane.Start(t)
+	return cluster{cp, cp.Kubeconfig(t, "admin", cp.AdminToken)}
+}
+
+func (c cluster) kubectl(stdin []byte, args ...string) ([]byte, error) {
+	return runErr(stdin, "kubectl", append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+}
+
+// apply is `kubectl apply --server-side` of a manifest stream: every object
+// must be accepted (schema, defaulting, validation, admission).
+func (c cluster) apply(t *testing.T, what string, manifests []byte) {
+	t.Helper()
+	if out, err := c.kubectl(manifests, "apply", "--server-side", "--field-manager=flowtel-deploy-test", "-f", "-"); err != nil {
+		t.Fatalf("%s not accepted: %v\n%s", what, err, out)
+	}
+}
+
+// rejects checks that the API server refuses a broken copy: proof that the
+// acceptance above is the server's validation, not a pass-through.
+func (c cluster) rejects(t *testing.T, what string, manifests []byte, from, to string) {
+	t.Helper()
+	broken := strings.Replace(string(manifests), from, to, 1)
+	if broken == string(manifests) {
+		t.Fatalf("%s: %q not found to break", what, from)
+	}
+	if out, err := c.kubectl([]byte(broken), "apply", "--server-side", "--dry-run=server", "--field-manager=flowtel-deploy-test", "-f", "-"); err == nil {
+		t.Errorf("%s with %q accepted:\n%s", what, to, out)
+	}
+}
+
+func TestAPIServerAcceptsKustomize(t *testing.T) {
+	c := startCluster(t)
+	base := kustomize(t, ".")
+	c.apply(t, "deploy/kubernetes", base)
+	c.apply(t, "deploy/kubernetes/examples/clickhouse-mtls", kustomize(t, "examples/clickhouse-mtls"))
+	c.rejects(t, "deploy/kubernetes", base, "maxUnavailable: 10%", "maxUnavailable: ten")
+
+	checkNodeRBAC(t, c, "flowtel", "flowtel-node")
+	checkNoAPIAccess(t, c, "flowtel", "flowtel-gateway")
+}
+
+func TestAPIServerAcceptsHelmTemplate(t *testing.T) {
+	helm(t) // build it before the API server starts: it takes minutes when cold
+	c := startCluster(t)
+	for i, v := range chartValueSets {
+		ns, release := fmt.Sprintf("helm-%d", i), fmt.Sprintf("lab-%d", i)
+		if out, err := c.kubectl(nil, "create", "namespace", ns); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		c.apply(t, "helm template "+v, helmTemplate(t, release, ns, v))
+		checkNodeRBAC(t, c, ns, release+"-flowtel-node")
+		checkNoAPIAccess(t, c, ns, release+"-flowtel-gateway")
+	}
+}
+
+func TestAPIServerAcceptsOperatorCRs(t *testing.T) {
+	c := startCluster(t)
+	crd := filepath.Join(repoRoot(), "..", "shared", "reference", "crds", "opentelemetry.io_opentelemetrycollectors.yaml")
+	if out, err := c.kubectl(nil, "apply", "--server-side", "-f", crd); err != nil {
+		t.Fatalf("installing the Operator's CRD: %v\n%s", err, out)
+	}
+	if out, err := c.kubectl(nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/opentelemetrycollectors.opentelemetry.io"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	c.apply(t, "operator/rbac.yaml", readFile(t, "operator/rbac.yaml"))
+	node := readFile(t, "operator/node.yaml")
+	c.apply(t, "operator/node.yaml", node)
+	c.apply(t, "operator/gateway.yaml", readFile(t, "operator/gateway.yaml"))
+	c.rejects(t, "operator/node.yaml", node, "mode: daemonset", "mode: everywhere")
+
+	checkNodeRBAC(t, c, "flowtel", "flowtel-node")
+	checkNoAPIAccess(t, c, "flowtel", "flowtel-gateway")
+}
+
+func serviceAccountUser(namespace, name string) (string, []string) {
+	return "system:serviceaccount:" + namespace + ":" + name,
+		[]string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
+}
+
+// allowed asks the API server's authorizer (SubjectAccessReview) whether the
+// ServiceAccount may do verb on resource.
+func allowed(t *testing.T, c cluster, namespace, name string, attrs authzv1.ResourceAttributes) bool {
+	t.Helper()
+	user, groups := serviceAccountUser(namespace, name)
+	sar, err := c.Admin.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authzv1.SubjectAccessReview{
+		Spec: authzv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sar.Status.Allowed
+}
+
+// checkNodeRBAC: with only the shipped ClusterRole, the node collector's
+// ServiceAccount can get/list/watch every resource k8s_flow reads (and the
+// gateway's EndpointSlices for the k8s resolver), the real k8s_flow processor
+// starts and syncs with its token, and it can neither read Secrets nor write.
+func checkNodeRBAC(t *testing.T, c cluster, namespace, sa string) {
+	t.Helper()
+	for _, res := range k8sindex.Watched {
+		for _, verb := range []string{"get", "list", "watch"} {
+			if !allowed(t, c, namespace, sa, authzv1.ResourceAttributes{Verb: verb, Group: res.Group, Resource: res.Resource}) {
+				t.Errorf("%s/%s may not %s %s cluster-wide; k8s_flow needs it", namespace, sa, verb, res)
+			}
+		}
+	}
+	for _, verb := range []string{"list", "watch"} {
+		if !allowed(t, c, namespace, sa, authzv1.ResourceAttributes{Verb: verb, Group: "discovery.k8s.io", Resource: "endpointslices", Namespace: namespace}) {
+			t.Errorf("%s/%s may not %s endpointslices in %s (load_balancing k8s resolver)", namespace, sa, verb, namespace)
+		}
+	}
+	denied := []authzv1.ResourceAttributes{
+		{Verb: "get", Resource: "secrets", Namespace: namespace},
+		{Verb: "list", Resource: "secrets"},
+		{Verb: "watch", Resource: "secrets", Namespace: "kube-system"},
+		{Verb: "list", Resource: "configmaps"},
+		{Verb: "create", Resource: "pods", Namespace: namespace},
+		{Verb: "delete", Resource: "pods", Namespace: namespace},
+		{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: namespace},
+		{Verb: "update", Resource: "nodes"},
+		{Verb: "list", Group: "apps", Resource: "deployments"},
+	}
+	for _, a := range denied {
+		if allowed(t, c, namespace, sa, a) {
+			t.Errorf("%s/%s may %s %s %s in %q; it should not", namespace, sa, a.Verb, a.Resource, a.Subresource, a.Namespace)
+		}
+	}
+
+	token := serviceAccountToken(t, c, namespace, sa)
+	client, err := kubernetes.NewForConfig(c.Config(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer controlplane.CloseIdleConnections(client)
+	if _, err := client.CoreV1().Secrets(namespace).List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("%s/%s token listing Secrets: %v, want Forbidden", namespace, sa, err)
+	}
+	startK8sFlow(t, c, namespace, sa, token)
+}
+
+// startK8sFlow runs the real k8s_flow processor with the ServiceAccount's
+// token: Start lists every resource and waits for the informers' caches.
+func startK8sFlow(t *testing.T, c cluster, namespace, sa, token string) {
+	t.Helper()
+	factory := k8sflowprocessor.NewFactory()
+	cfg := factory.CreateDefaultConfig().(*k8sflowprocessor.Config)
+	cfg.NodeName = "node-1"
+	cfg.AuthType = k8sindex.AuthKubeConfig
+	cfg.KubeConfig = c.Kubeconfig(t, namespace+"-"+sa, token)
+	cfg.WaitForSync = true
+	cfg.WaitForSyncTimeout = 30 * time.Second
+	p, err := factory.CreateLogs(context.Background(), processortest.NewNopSettings(component.MustNewType("k8s_flow")), cfg, consumertest.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Errorf("k8s_flow with %s/%s's token and only the shipped ClusterRole: %v", namespace, sa, err)
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// serviceAccountToken asks the TokenRequest API for a token of an existing
+// ServiceAccount (the one the manifests created).
+func serviceAccountToken(t *testing.T, c cluster, namespace, name string) string {
+	t.Helper()
+	ttl := int64(3600)
+	tr, err := c.Admin.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s/%s: %v", namespace, name, err)
+	}
+	return tr.Status.Token
+}
+
+// checkNoAPIAccess: the gateway's ServiceAccount is granted nothing.
+func checkNoAPIAccess(t *testing.T, c cluster, namespace, sa string) {
+	t.Helper()
+	for _, a := range []authzv1.ResourceAttributes{
+		{Verb: "list", Resource: "pods"},
+		{Verb: "get", Resource: "secrets", Namespace: namespace},
+		{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices", Namespace: namespace},
+	} {
+		if allowed(t, c, namespace, sa, a) {
+			t.Errorf("%s/%s may %s %s; the gateway needs no API access", namespace, sa, a.Verb, a.Resource)
+		}
+	}
+}
