@@ -250,6 +250,16 @@ func (in *Informers) WaitForSync(ctx context.Context, timeout time.Duration) err
 	}
 }
 
+// HasSynced reports whether every informer has listed its resource once.
+func (in *Informers) HasSynced() bool {
+	for _, synced := range in.synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
 // Shutdown stops the informers and waits for their goroutines.
 func (in *Informers) Shutdown() {
 	if in.cancel == nil {

@@ -3,6 +3,7 @@ package k8sflowprocessor
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -22,6 +23,9 @@ type k8sFlowProcessor struct {
 	client    clientFunc
 	informers *k8sindex.Informers
 	tel       *telemetry
+	// synced is set once every cache has been filled; before (only with
+	// wait_for_sync: false) records cannot be classified and are dropped.
+	synced atomic.Bool
 }
 
 func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now func() time.Time) (*k8sFlowProcessor, error) {
@@ -63,6 +67,7 @@ func (p *k8sFlowProcessor) start(ctx context.Context, _ component.Host) error {
 			return fmt.Errorf("k8s_flow: %w", err)
 		}
 	}
+	p.synced.Store(inf.HasSynced())
 	p.logger.Info("Kubernetes caches started", zap.String("node", p.cfg.NodeName), zap.String("pods", p.cfg.Pods), zap.Bool("synced", p.cfg.WaitForSync))
 	return nil
 }
@@ -78,10 +83,18 @@ func (p *k8sFlowProcessor) shutdown(context.Context) error {
 
 // batchCounts are added to the counters once per batch.
 type batchCounts struct {
-	received, enriched, noLocal, noNode, decode, unresolved int64
+	received, enriched, noLocal, noNode, notSynced, decode, unresolved int64
 }
 
 func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	if !p.synced.Load() {
+		if inf := p.informers; inf == nil || !inf.HasSynced() {
+			n := int64(ld.LogRecordCount())
+			p.record(ctx, &batchCounts{received: n, notSynced: n})
+			return ld, processorhelper.ErrSkipProcessingData
+		}
+		p.synced.Store(true)
+	}
 	var (
 		rec       flowrecord.Record
 		c         batchCounts
@@ -142,6 +155,9 @@ func (p *k8sFlowProcessor) record(ctx context.Context, c *batchCounts) {
 	}
 	if c.decode > 0 {
 		t.dropped.Add(ctx, c.decode, t.dropDecode)
+	}
+	if c.notSynced > 0 {
+		t.dropped.Add(ctx, c.notSynced, t.dropNotSynced)
 	}
 	if c.unresolved > 0 {
 		t.unresolved.Add(ctx, c.unresolved, t.unknownPod)

@@ -198,3 +198,47 @@ func TestFactory(t *testing.T) {
 	// goroutine is checked by goleak after each test that starts one.
 	var _ processor.Factory = f
 }
+
+// With wait_for_sync: false, records arriving before the caches are filled
+// are dropped and counted (they cannot be classified); afterwards they flow.
+func TestNotSyncedYet(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	cs := fake.NewClientset(clusterObjects()...)
+	release := make(chan struct{})
+	cs.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		<-release // the API server is slow to answer
+		return false, nil, nil
+	})
+	cfg := nodeConfig("node-a")
+	cfg.WaitForSync = false
+	set := processortest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tt.NewTelemetrySettings()
+	sink := new(consumertest.LogsSink)
+	proc, err := newFactory(func(*Config) (kubernetes.Interface, error) { return cs, nil }, time.Now).CreateLogs(context.Background(), set, cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, proc.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, proc.Shutdown(context.Background())) })
+	var once bool
+	t.Cleanup(func() {
+		if !once {
+			close(release)
+		}
+	})
+
+	batch := func() plog.Logs {
+		ld := plog.NewLogs()
+		encode(t, ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty(), seed000Cases(v4)[0].record())
+		return ld
+	}
+	require.NoError(t, proc.ConsumeLogs(context.Background(), batch()))
+	assert.Equal(t, 0, sink.LogRecordCount())
+	assert.Equal(t, map[string]int64{reasonNotSynced: 1}, metricValues(t, tt, "flowtel.k8s_flow.records.dropped"))
+
+	close(release)
+	once = true
+	eventually(t, "records flow once synced", func() bool {
+		require.NoError(t, proc.ConsumeLogs(context.Background(), batch()))
+		return sink.LogRecordCount() > 0
+	})
+}

@@ -16,6 +16,7 @@ const (
 	reasonNoLocalEndpoint = "no_local_endpoint" // neither a local Pod nor this Node (DESIGN D2)
 	reasonNoNodeName      = "no_node_name"      // no node_name configured and none on the record
 	reasonDecodeError     = "decode_error"      // not a valid flow record
+	reasonNotSynced       = "cache_not_synced"  // Kubernetes caches not filled yet (wait_for_sync: false)
 	reasonUnknownPod      = "unknown_pod"       // in a Node's podCIDR, no known Pod owns it
 )
 
@@ -23,16 +24,17 @@ type telemetry struct {
 	received, enriched, dropped, unresolved metric.Int64Counter
 	cacheReg                                metric.Registration
 
-	dropNoLocal, dropNoNode, dropDecode, unknownPod metric.MeasurementOption
+	dropNoLocal, dropNoNode, dropDecode, dropNotSynced, unknownPod metric.MeasurementOption
 }
 
 func newTelemetry(mp metric.MeterProvider, ix *k8sindex.Index) (*telemetry, error) {
 	m := mp.Meter(metadata.ScopeName)
 	t := &telemetry{
-		dropNoLocal: reasonOpt(reasonNoLocalEndpoint),
-		dropNoNode:  reasonOpt(reasonNoNodeName),
-		dropDecode:  reasonOpt(reasonDecodeError),
-		unknownPod:  reasonOpt(reasonUnknownPod),
+		dropNoLocal:   reasonOpt(reasonNoLocalEndpoint),
+		dropNoNode:    reasonOpt(reasonNoNodeName),
+		dropDecode:    reasonOpt(reasonDecodeError),
+		dropNotSynced: reasonOpt(reasonNotSynced),
+		unknownPod:    reasonOpt(reasonUnknownPod),
 	}
 	var errs [6]error
 	t.received, errs[0] = m.Int64Counter("flowtel.k8s_flow.records.received",
@@ -40,7 +42,7 @@ func newTelemetry(mp metric.MeterProvider, ix *k8sindex.Index) (*telemetry, erro
 	t.enriched, errs[1] = m.Int64Counter("flowtel.k8s_flow.records.enriched",
 		metric.WithUnit("{record}"), metric.WithDescription("Flow records enriched and passed on."))
 	t.dropped, errs[2] = m.Int64Counter("flowtel.k8s_flow.records.dropped",
-		metric.WithUnit("{record}"), metric.WithDescription("Flow records dropped, by reason (no_local_endpoint: another Node reports it; no_node_name; decode_error)."))
+		metric.WithUnit("{record}"), metric.WithDescription("Flow records dropped, by reason (no_local_endpoint: another Node reports it; no_node_name; decode_error; cache_not_synced)."))
 	t.unresolved, errs[3] = m.Int64Counter("flowtel.k8s_flow.addresses.unresolved",
 		metric.WithUnit("{address}"), metric.WithDescription("Endpoint addresses inside a Node's podCIDR that no known Pod owned at the connection's start."))
 	cache, err := m.Int64ObservableGauge("flowtel.k8s_flow.cache.objects",
