@@ -70,16 +70,18 @@ func TestStripPod(t *testing.T) {
 	}
 	out, err := stripPod(false)(in)
 	require.NoError(t, err)
-	p := out.(*corev1.Pod)
+	p := out.(*podObject)
 	assert.Nil(t, p.Labels)
 	assert.Nil(t, p.Annotations)
 	assert.Nil(t, p.ManagedFields)
-	assert.Nil(t, p.Spec.Containers)
-	assert.Nil(t, p.Status.ContainerStatuses)
-	assert.Equal(t, []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", Controller: ptr(true)}}, p.OwnerReferences)
-	assert.Equal(t, "10.0.0.1", p.Status.PodIP)
+	assert.Equal(t, []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs"}}, p.OwnerReferences)
+	assert.Equal(t, []netip.Addr{netip.MustParseAddr("10.0.0.1")}, p.ips)
+	assert.Equal(t, "n", p.nodeName)
 	out, _ = stripPod(true)(in)
-	assert.Equal(t, map[string]string{"a": "b"}, out.(*corev1.Pod).Labels)
+	assert.Equal(t, map[string]string{"a": "b"}, out.(*podObject).Labels)
+	c := out.(*podObject).DeepCopyObject().(*podObject)
+	c.Labels["a"] = "changed"
+	assert.Equal(t, "b", out.(*podObject).Labels["a"], "deep copy")
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -108,7 +110,7 @@ func BenchmarkMemoryPer10kPods(b *testing.B) {
 			}
 			s, _ := strip(full)
 			store = append(store, s)
-			ix.upsertPod(s.(*corev1.Pod))
+			ix.upsertPod(s.(*podObject))
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)

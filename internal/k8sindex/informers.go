@@ -78,8 +78,8 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 	}
 	wirings := []wiring{
 		{Watched[0], in.podFactory.Core().V1().Pods().Informer(), stripPod(ix.opts.PodLabels),
-			func(o any) { ix.upsertPod(o.(*corev1.Pod)) },
-			func(o any) { ix.deletePod(o.(*corev1.Pod)) }},
+			func(o any) { ix.upsertPod(asPodObject(o)) },
+			func(o any) { ix.deletePod(asPodObject(o)) }},
 		{Watched[1], in.factory.Core().V1().Nodes().Informer(), stripNode,
 			func(o any) { ix.upsertNode(o.(*corev1.Node)) },
 			func(o any) { ix.deleteNode(o.(*corev1.Node).Name) }},
@@ -125,6 +125,16 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 		in.synced[res] = w.informer.HasSynced
 	}
 	return in, nil
+}
+
+// asPodObject accepts the transformed object, or a Pod (a tombstone's last
+// state may not have been through the transform).
+func asPodObject(o any) *podObject {
+	if p, ok := o.(*corev1.Pod); ok {
+		po, _ := stripPod(true)(p)
+		return po.(*podObject)
+	}
+	return o.(*podObject)
 }
 
 func (in *Informers) podListOptions(o *metav1.ListOptions) {

@@ -2,10 +2,13 @@ package k8sindex
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // pod is what the Index keeps of a Pod. Strings are shared with the
@@ -28,48 +31,57 @@ func (p *pod) owns(t time.Time) bool {
 	return !t.Before(p.created) && (p.ended.IsZero() || t.Before(p.ended))
 }
 
-// stripPod keeps only what the Index reads. It is the Pod informer's transform,
-// so the cache never holds specs, container statuses, annotations or managed fields.
+// podObject is what the Pod informer stores instead of a Pod: the fields
+// the Index reads, already parsed. A stripped corev1.Pod would still weigh
+// 1.2 kB of empty spec and status structs.
+type podObject struct {
+	metav1.ObjectMeta // name, namespace, UID, labels (option), controller, creation time
+	nodeName          string
+	hostNetwork       bool
+	terminated        bool
+	finishedAt        time.Time // latest container finish of a terminated Pod
+	ips               []netip.Addr
+}
+
+func (p *podObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (p *podObject) DeepCopyObject() runtime.Object {
+	c := *p
+	p.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	c.ips = slices.Clone(p.ips)
+	return &c
+}
+
+// stripPod is the Pod informer's transform: the cache never holds specs,
+// container statuses, annotations or managed fields.
 func stripPod(keepLabels bool) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		in, ok := obj.(*corev1.Pod)
 		if !ok {
 			return obj, nil // a DeletedFinalStateUnknown tombstone: keep as is
 		}
-		out := &corev1.Pod{
+		out := &podObject{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: in.Name, Namespace: in.Namespace, UID: in.UID,
 				ResourceVersion:   in.ResourceVersion,
 				CreationTimestamp: in.CreationTimestamp,
-				DeletionTimestamp: in.DeletionTimestamp,
 			},
-			Spec: corev1.PodSpec{NodeName: in.Spec.NodeName, HostNetwork: in.Spec.HostNetwork},
-			Status: corev1.PodStatus{
-				Phase:  in.Status.Phase,
-				PodIP:  in.Status.PodIP,
-				PodIPs: in.Status.PodIPs,
-			},
+			nodeName:    in.Spec.NodeName,
+			hostNetwork: in.Spec.HostNetwork,
+			terminated:  in.Status.Phase == corev1.PodSucceeded || in.Status.Phase == corev1.PodFailed,
+			ips:         podIPs(in),
 		}
 		if keepLabels {
 			out.Labels = in.Labels
 		}
 		if c := metav1.GetControllerOfNoCopy(in); c != nil {
-			out.OwnerReferences = []metav1.OwnerReference{{Kind: c.Kind, Name: c.Name, Controller: c.Controller, APIVersion: c.APIVersion, UID: c.UID}}
+			out.OwnerReferences = []metav1.OwnerReference{{Kind: c.Kind, Name: c.Name}}
 		}
-		if terminated(in) {
-			// When it ended is all we need of the container statuses.
-			if end := finishedAt(in); !end.IsZero() {
-				out.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{
-					Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.NewTime(end)},
-				}}}
-			}
+		if out.terminated {
+			out.finishedAt = finishedAt(in)
 		}
 		return out, nil
 	}
-}
-
-func terminated(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // finishedAt is the latest container finish time of a terminated Pod.
@@ -86,14 +98,8 @@ func finishedAt(p *corev1.Pod) time.Time {
 func podIPs(p *corev1.Pod) []netip.Addr {
 	var ips []netip.Addr
 	add := func(s string) {
-		if a, err := netip.ParseAddr(s); err == nil {
-			a = a.Unmap()
-			for _, have := range ips {
-				if have == a {
-					return
-				}
-			}
-			ips = append(ips, a)
+		if a, err := netip.ParseAddr(s); err == nil && !contains(ips, a.Unmap()) {
+			ips = append(ips, a.Unmap())
 		}
 	}
 	add(p.Status.PodIP)
@@ -104,14 +110,14 @@ func podIPs(p *corev1.Pod) []netip.Addr {
 }
 
 // upsertPod records a Pod add or update.
-func (ix *Index) upsertPod(in *corev1.Pod) {
-	if in.Spec.HostNetwork {
+func (ix *Index) upsertPod(in *podObject) {
+	if in.hostNetwork {
 		// hostNetwork Pods share the Node's addresses: they never own an IP
 		// (the Node endpoint covers them).
 		ix.deletePod(in)
 		return
 	}
-	if !ix.opts.AllPods && in.Spec.NodeName != ix.opts.NodeName {
+	if !ix.opts.AllPods && in.nodeName != ix.opts.NodeName {
 		// The field selector already filters; this guards caches that do not
 		// honour it and Pods that move before they are bound.
 		ix.deletePod(in)
@@ -129,7 +135,7 @@ func (ix *Index) upsertPod(in *corev1.Pod) {
 	} else if !p.ended.IsZero() {
 		return // an ended Pod never owns an IP again
 	}
-	p.namespace, p.name, p.nodeName = in.Namespace, in.Name, in.Spec.NodeName
+	p.namespace, p.name, p.nodeName = in.Namespace, in.Name, in.nodeName
 	p.labels = in.Labels
 	if p.labels == nil && ix.opts.PodLabels {
 		p.labels = map[string]string{} // collected, none set
@@ -141,11 +147,11 @@ func (ix *Index) upsertPod(in *corev1.Pod) {
 	} else {
 		p.owner = ownerRef{}
 	}
-	ix.setPodIPsLocked(p, podIPs(in))
-	if terminated(in) {
+	ix.setPodIPsLocked(p, in.ips)
+	if in.terminated {
 		// A Pod past its containers' end still shows its IPs, but the IP is
 		// free for the next Pod: it only names connections started before.
-		end := finishedAt(in)
+		end := in.finishedAt
 		if end.IsZero() || end.After(now) {
 			end = now
 		}
@@ -185,7 +191,7 @@ func (ix *Index) unlinkIPLocked(p *pod, ip netip.Addr) {
 
 // deletePod marks a Pod ended; it stays resolvable for connections that
 // started before, until DeletedPodRetention has passed.
-func (ix *Index) deletePod(in *corev1.Pod) {
+func (ix *Index) deletePod(in *podObject) {
 	now := ix.opts.Now()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
