@@ -141,8 +141,9 @@ func (v View) ResolveEndpoint(ep *flowrecord.Endpoint, start time.Time) Resoluti
 		ep.Kind = flowrecord.EndpointPod
 		ep.NodeName, ep.NodeUID = n.name, n.uid
 		// A Pod this Index does not watch (another Node's, with local Pods
-		// only): EndpointSlices name it when it backs a Service.
-		if se := ix.sliceIPs[addr]; se != nil && se.nodeName == n.name {
+		// only): EndpointSlices name it when it backs a Service. Watched
+		// Nodes' Pods are not: there the time-aware Pod index has the say.
+		if se := ix.sliceIPs[addr]; se != nil && se.nodeName == n.name && !ix.opts.AllPods && n.name != ix.opts.NodeName {
 			ep.Namespace, ep.PodName, ep.PodUID = se.namespace, se.podName, se.podUID
 		}
 		return ResolvedPodSubnet
