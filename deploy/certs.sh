@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Makes a private CA and the certificates for node -> gateway OTLP over TLS, and
+# (with --apply) creates the Secrets every deployment path in deploy/ mounts.
+# For production, prefer your own PKI or cert-manager (docs/deploy.md).
+#
+# Usage: deploy/certs.sh [--apply] [--namespace flowtel] [--gateway-name flowtel-gateway]
+#                        [--node-name flowtel-node] [--days 365] [--out DIR]
+#   --gateway-name  the gateway Service name the node collectors verify:
+#                   flowtel-gateway (kustomize, Operator), <fullname>-gateway (Helm)
+#   --node-name     prefix of the node client Secret: flowtel-node (kustomize), <fullname>-node (Helm)
+# Secrets (in the namespace):
+#   <gateway-name>-tls  tls.crt, tls.key (DNS:<gateway-name>.<namespace>.svc), ca.crt
+#   <gateway-name>-ca   ca.crt
+#   <node-name>-tls     tls.crt, tls.key: client certificate for mTLS
+set -euo pipefail
+
+ns=flowtel gw=flowtel-gateway node=flowtel-node days=365 out="" apply=false
+while [ $# -gt 0 ]; do
+	case $1 in
+	--apply) apply=true ;;
+	--namespace) ns=$2; shift ;;
+	--gateway-name) gw=$2; shift ;;
+	--node-name) node=$2; shift ;;
+	--days) days=$2; shift ;;
+	--out) out=$2; shift ;;
+	*) echo "certs.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+out=${out:-$(mktemp -d)}
+mkdir -p "$out"
+cd "$out"
+name=$gw.$ns.svc
+
+openssl req -x509 -newkey rsa:3072 -nodes -days "$days" -subj "/CN=flowtel CA" \
+	-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+	-keyout ca.key -out ca.crt 2>/dev/null
+
+issue() { # issue <file> <subject CN> <extensions>
+	openssl req -newkey rsa:3072 -nodes -subj "/CN=$2" -keyout "$1.key" -out "$1.csr" 2>/dev/null
+	openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days "$days" \
+		-out "$1.crt" -extfile <(printf '%b' "$3") 2>/dev/null
+	rm "$1.csr"
+}
+issue gateway "$name" "subjectAltName=DNS:$name\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment"
+issue node "$node" "extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment"
+openssl verify -CAfile ca.crt gateway.crt node.crt >/dev/null
+echo "certs.sh: certificates in $out (gateway name $name)" >&2
+
+if $apply; then
+	k() { kubectl create secret "$@" --namespace "$ns" --dry-run=client -o yaml | kubectl apply -f -; }
+	kubectl get namespace "$ns" >/dev/null 2>&1 || kubectl create namespace "$ns"
+	k generic "$gw-tls" --from-file=tls.crt=gateway.crt --from-file=tls.key=gateway.key --from-file=ca.crt=ca.crt
+	k generic "$gw-ca" --from-file=ca.crt=ca.crt
+	k tls "$node-tls" --cert=node.crt --key=node.key
+	echo "certs.sh: keep $out/ca.key safe (or delete it): it signs certificates the gateway trusts" >&2
+fi
