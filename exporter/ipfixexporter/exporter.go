@@ -486,6 +486,7 @@ func (e *ipfixExporter) resendUnacknowledged(ctx context.Context, now time.Time)
 			d.seq += uint32(m.records)
 		}
 		e.resend = e.resend[1:]
+		e.tel.resent.Add(ctx, int64(m.records))
 		e.logger.Debug("Resent an unacknowledged IPFIX message", zap.Int("records", m.records))
 	}
 	e.resend = nil

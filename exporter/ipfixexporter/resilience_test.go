@@ -134,3 +134,70 @@ func TestCollectorRestart(t *testing.T) {
 		t.Errorf("templates sent = %d, want at least 4 (both templates, twice)", n)
 	}
 }
+
+// TestUnacknowledgedMessagesAreResent: records written to the socket just
+// before the collector dies, but never acknowledged by its host, are resent on
+// the next connection and decode after the restart. The collector's namespace
+// drops the exporter's segments (iptables) so that what is written stays
+// unacknowledged; then the collector is killed and restarted. Duplicates are
+// allowed (TCP's acknowledgement counter is a byte count, not a record count)
+// and counted; loss is not.
+func TestUnacknowledgedMessagesAreResent(t *testing.T) {
+	col := startCollector(t, TransportTCP, nil)
+	e, tt := testExporter(t, testConfig(col.Endpoint(), TransportTCP, layout.Aggregate), nsDialer(col.Netns()))
+	ctx := context.Background()
+	if err := e.pushLogs(ctx, logsOf(recordsWithPorts(2000, 20)...)); err != nil {
+		t.Fatal(err)
+	}
+	waitRecords(t, col, 20)
+
+	drop := []string{"INPUT", "-p", "tcp", "--dport", fmt.Sprint(collectorPort), "-j", "DROP"}
+	if _, err := col.Netns().Exec("iptables", append([]string{"-A"}, drop...)...); err != nil {
+		t.Fatal(err)
+	}
+	unacked := recordsWithPorts(3000, 200)
+	if err := e.pushLogs(ctx, logsOf(unacked...)); err != nil {
+		t.Fatalf("push while segments are dropped (the kernel buffers them): %v", err)
+	}
+	if n, ok := e.conn.unacknowledged(); !ok || n == 0 {
+		t.Fatalf("unacknowledged bytes = %d (known %t), want > 0: the drop rule did not hold the records back", n, ok)
+	}
+	col.Kill() // its host never acknowledged the records: they are not in it
+	if _, err := col.Netns().Exec("iptables", append([]string{"-D"}, drop...)...); err != nil {
+		t.Fatal(err)
+	}
+	col.Restart(t)
+
+	after := recordsWithPorts(4000, 10)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := e.pushLogs(ctx, logsOf(after...))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no reconnection: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	got := waitRecords(t, col, len(unacked)+len(after))
+	seen := map[string]int{}
+	for _, r := range got {
+		seen[r.Fields["sourceTransportPort"]]++
+	}
+	duplicates := 0
+	for _, r := range append(unacked, after...) {
+		n := seen[fmt.Sprint(r.Source.Port)]
+		if n == 0 {
+			t.Errorf("record with source port %d was lost", r.Source.Port)
+		}
+		duplicates += max(n-1, 0)
+	}
+	t.Logf("%d records resent and decoded after the restart, %d duplicates", len(unacked), duplicates)
+	if n := counter(t, tt, "flowtel.ipfix.records.lost", ""); n != 0 {
+		t.Errorf("records.lost = %d, want 0", n)
+	}
+	if n := counter(t, tt, "flowtel.ipfix.records.resent", ""); n < int64(len(unacked)) {
+		t.Errorf("records.resent = %d, want at least %d", n, len(unacked))
+	}
+}

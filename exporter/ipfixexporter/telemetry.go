@@ -25,6 +25,7 @@ type telemetry struct {
 	failed      metric.Int64Counter
 	lost        metric.Int64Counter
 	requeued    metric.Int64Counter
+	resent      metric.Int64Counter
 	messages    metric.Int64Counter
 	templates   metric.Int64Counter
 	bytes       metric.Int64Counter
@@ -46,6 +47,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	counter(&t.failed, "flowtel.ipfix.records.failed", "{record}", "Flow records dropped because they cannot be exported, by reason.")
 	counter(&t.lost, "flowtel.ipfix.records.lost", "{record}", "Flow records written to a connection that failed before the collector acknowledged them, by reason.")
 	counter(&t.requeued, "flowtel.ipfix.records.requeued", "{record}", "Flow records handed back to the sending queue for retry after a transport error.")
+	counter(&t.resent, "flowtel.ipfix.records.resent", "{record}", "Flow records written again on a new connection because TCP had not acknowledged them when the previous one died (the collector may see some twice).")
 	counter(&t.messages, "flowtel.ipfix.messages.sent", "{message}", "IPFIX messages (or JSON writes) sent, data and template.")
 	counter(&t.templates, "flowtel.ipfix.templates.sent", "{template}", "Template records sent.")
 	counter(&t.bytes, "flowtel.ipfix.bytes.sent", "By", "Bytes written to the collector.")
