@@ -4,8 +4,6 @@ import (
 	"errors"
 	"hash/fnv"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
 )
 
@@ -34,27 +32,4 @@ func observationDomain(clusterUUID string) uint32 {
 		h.Write([]byte(clusterUUID))
 	}
 	return h.Sum32()
-}
-
-// clusterOf returns the cluster UUID, the Observation Domain ID and the
-// clusterId value for records under resource res.
-func (e *ipfixExporter) clusterOf(res pcommon.Resource) (odid uint32, clusterID string) {
-	uuid := e.cfg.ClusterUUID
-	if uuid == "" {
-		if v, ok := res.Attributes().Get(attrClusterUID); ok {
-			uuid = v.AsString()
-		}
-	}
-	clusterID = e.cfg.ClusterID
-	if clusterID == "" {
-		clusterID = uuid
-	}
-	if e.cfg.ObservationDomainID != nil {
-		return *e.cfg.ObservationDomainID, clusterID
-	}
-	if uuid == e.lastUUID {
-		return e.lastODID, clusterID
-	}
-	e.lastUUID, e.lastODID = uuid, observationDomain(uuid)
-	return e.lastODID, clusterID
 }

@@ -13,8 +13,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
+	"github.com/vmware/go-ipfix/pkg/entities"
+
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
-	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
 // Reconnect back-off, as Antrea's exporter: 1 s doubling to 30 s.
@@ -36,10 +37,18 @@ type ipfixExporter struct {
 	stream  bool
 	json    bool
 	maxMsg  int
+	v4, v6  *layout.Template // for the template sets only; encoders have their own
 
+	// messages is the free list of message buffers: an encoder fills them, the
+	// writer keeps those written on a stream until TCP acknowledges them.
+	messages sync.Pool
+
+	encMu    sync.Mutex
+	encoders []*encoder // idle encoders
+
+	// mu serialises everything that touches the connection.
 	mu       sync.Mutex
 	tlsCfg   *tls.Config
-	v4, v6   *layout.Template
 	conn     *connection
 	domains  map[uint32]*domain
 	inflight []inflight // written, not yet acknowledged by TCP
@@ -47,15 +56,6 @@ type ipfixExporter struct {
 	backoff  time.Duration
 	nextDial time.Time
 	dialErr  error
-
-	lastUUID string
-	lastODID uint32
-
-	// Per-push scratch, reused.
-	rec     flowrecord.Record
-	lctx    layout.Context
-	pending []bool
-	jsonMsg *message
 }
 
 func newExporter(cfg *Config, set exporter.Settings) (*ipfixExporter, error) {
@@ -75,7 +75,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*ipfixExporter, error) {
 	if cfg.Transport == TransportUDP {
 		e.network = "udp"
 	}
-	e.jsonMsg = &message{buf: make([]byte, 0, e.maxMsg)}
+	e.messages.New = func() any { return newMessage(e.maxMsg) }
 	return e, nil
 }
 
@@ -113,152 +113,79 @@ func (e *ipfixExporter) shutdown(context.Context) error {
 func countRecords(msgs []inflight) int {
 	n := 0
 	for _, m := range msgs {
-		n += m.records
+		n += m.msg.records()
 	}
 	return n
 }
 
-// pushLogs exports ld. Records that cannot be decoded or encoded fail alone and
-// are counted; a transport error hands the records not yet written back to the
+func (e *ipfixExporter) getMessage(templateID uint16, odid uint32, json bool) *message {
+	m := e.messages.Get().(*message)
+	m.reset(templateID, odid, json)
+	return m
+}
+
+func (e *ipfixExporter) putMessage(m *message) { e.messages.Put(m) }
+
+func (e *ipfixExporter) getEncoder() (*encoder, error) {
+	e.encMu.Lock()
+	defer e.encMu.Unlock()
+	if n := len(e.encoders); n > 0 {
+		enc := e.encoders[n-1]
+		e.encoders = e.encoders[:n-1]
+		return enc, nil
+	}
+	return newEncoder(e)
+}
+
+func (e *ipfixExporter) putEncoder(enc *encoder) {
+	e.encMu.Lock()
+	defer e.encMu.Unlock()
+	e.encoders = append(e.encoders, enc)
+}
+
+// pushLogs exports ld. Decoding and encoding run outside the connection lock,
+// so the sending queue's consumers encode in parallel; only the writes are
+// serialised. Records that cannot be decoded or encoded fail alone and are
+// counted; a transport error hands the records not yet written back to the
 // sending queue (consumererror.NewLogs) after dropping the connection, so the
 // next attempt reconnects and resends the templates.
 func (e *ipfixExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	n := ld.LogRecordCount()
 	if n == 0 {
 		return nil
 	}
 	e.tel.received.Add(ctx, int64(n))
+	enc, err := e.getEncoder()
+	if err != nil {
+		return consumererror.NewPermanent(err)
+	}
+	defer e.putEncoder(enc)
+	now := time.Now()
+	enc.encode(ctx, ld, now)
+	msgs := enc.out
+	enc.out = enc.out[:0]
+	if len(msgs) == 0 {
+		return nil
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if err := e.ensureConnected(ctx); err != nil {
-		e.tel.requeued.Add(ctx, int64(n))
-		return err
+		return e.requeue(ctx, ld, msgs, err, false)
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = e.conn.SetWriteDeadline(dl)
 	} else {
 		_ = e.conn.SetWriteDeadline(time.Time{})
 	}
-	if cap(e.pending) < n {
-		e.pending = make([]bool, n)
-	}
-	e.pending = e.pending[:n]
-	clear(e.pending)
-
-	now := time.Now()
-	pos := 0
-	rls := ld.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		rl := rls.At(i)
-		odid, clusterID := e.clusterOf(rl.Resource())
-		e.lctx.ClusterID = clusterID
-		sls := rl.ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				if err := e.add(ctx, pos, lrs.At(k), odid, now); err != nil {
-					for p := pos; p < n; p++ {
-						e.pending[p] = true
-					}
-					return e.requeue(ctx, ld, err)
-				}
-				pos++
-			}
+	for i, m := range msgs {
+		records := m.records()
+		if err := e.writeData(ctx, m, now); err != nil {
+			return e.requeue(ctx, ld, msgs[i:], err, true)
 		}
-	}
-	if err := e.flushAll(ctx, now); err != nil {
-		return e.requeue(ctx, ld, err)
+		e.tel.sent.Add(ctx, int64(records))
 	}
 	e.pruneInflight()
-	return nil
-}
-
-// add encodes the record at batch position pos into its message, writing the
-// message first when the record would not fit. Only transport errors are returned.
-func (e *ipfixExporter) add(ctx context.Context, pos int, lr plog.LogRecord, odid uint32, now time.Time) error {
-	if err := flowrecord.Decode(lr, &e.rec); err != nil {
-		e.tel.fail(ctx, reasonDecode, 1)
-		e.logger.Warn("Dropping a log record that is not a valid flow record", zap.Error(err))
-		return nil
-	}
-	t, fam := e.v4, 0
-	if e.rec.IsIPv6() {
-		t, fam = e.v6, 1
-	}
-	if err := t.Fill(&e.rec, &e.lctx); err != nil {
-		e.tel.fail(ctx, reasonEncode, 1)
-		e.logger.Warn("Dropping a flow record that cannot be encoded as IPFIX", zap.Error(err),
-			zap.Stringer("source", e.rec.Source.Address), zap.Stringer("destination", e.rec.Destination.Address))
-		return nil
-	}
-	if e.json {
-		return e.addJSON(ctx, pos, t, now)
-	}
-	size := t.RecordLen()
-	if headerLen+size > e.maxMsg {
-		e.tel.fail(ctx, reasonTooLarge, 1)
-		e.logger.Warn("Dropping a flow record larger than the IPFIX message size limit",
-			zap.Int("record_bytes", size), zap.Int("max_message_size", e.maxMsg),
-			zap.Stringer("source", e.rec.Source.Address), zap.Stringer("destination", e.rec.Destination.Address))
-		return nil
-	}
-	d, err := e.domain(ctx, odid, now)
-	if err != nil {
-		return err
-	}
-	m := d.open[fam]
-	if m == nil {
-		m = newMessage(t.ID, e.maxMsg)
-		d.open[fam] = m
-	}
-	if len(m.buf)+size > e.maxMsg {
-		if err := e.writeData(ctx, d, m, now); err != nil {
-			return err
-		}
-	}
-	buf, err := t.AppendRecord(m.buf)
-	if err != nil {
-		e.tel.fail(ctx, reasonEncode, 1)
-		e.logger.Warn("Dropping a flow record that cannot be encoded as IPFIX", zap.Error(err))
-		return nil
-	}
-	m.buf = buf
-	m.positions = append(m.positions, pos)
-	e.pending[pos] = true
-	return nil
-}
-
-// addJSON appends the record as a JSON line. Over UDP every record is its own
-// datagram, as Antrea writes them; over TCP lines are written in chunks.
-func (e *ipfixExporter) addJSON(ctx context.Context, pos int, t *layout.Template, now time.Time) error {
-	m := e.jsonMsg
-	start := len(m.buf)
-	m.buf = t.AppendJSON(m.buf, now.UTC())
-	lineLen := len(m.buf) - start
-	if !e.stream && lineLen > maxMessageSize {
-		m.buf = m.buf[:start]
-		e.tel.fail(ctx, reasonTooLarge, 1)
-		e.logger.Warn("Dropping a JSON flow record larger than a UDP datagram", zap.Int("bytes", lineLen))
-		return nil
-	}
-	m.positions = append(m.positions, pos)
-	e.pending[pos] = true
-	if !e.stream || len(m.buf) >= e.maxMsg {
-		return e.writeJSON(ctx)
-	}
-	return nil
-}
-
-func (e *ipfixExporter) writeJSON(ctx context.Context) error {
-	m := e.jsonMsg
-	if m.empty() {
-		return nil
-	}
-	if err := e.write(ctx, m.buf, 0, len(m.positions)); err != nil {
-		return err
-	}
-	e.sent(ctx, m)
-	m.buf, m.positions = m.buf[:0], m.positions[:0]
 	return nil
 }
 
@@ -276,64 +203,44 @@ func (e *ipfixExporter) domain(ctx context.Context, odid uint32, now time.Time) 
 		return d, nil
 	}
 	for _, t := range []*layout.Template{e.v4, e.v6} {
-		if err := e.write(ctx, templateMessage(t, odid, d.seq, now), odid, 0); err != nil {
-			return nil, err
+		if err := e.conn.write(templateMessage(t, odid, d.seq, now)); err != nil {
+			return nil, e.writeError(err)
 		}
+		e.tel.messages.Add(ctx, 1)
+		e.tel.bytes.Add(ctx, int64(entities.MsgHeaderLength+t.TemplateSetLen()))
 		e.tel.templates.Add(ctx, 1)
 	}
 	d.templatesSent = now
 	return d, nil
 }
 
-// writeData writes data message m of domain d and empties it.
-func (e *ipfixExporter) writeData(ctx context.Context, d *domain, m *message, now time.Time) error {
-	if m.empty() {
-		return nil
-	}
-	if err := e.write(ctx, m.finish(d.id, d.seq, now), d.id, len(m.positions)); err != nil {
-		return err
-	}
-	d.seq += uint32(len(m.positions))
-	e.sent(ctx, m)
-	m.reset()
-	return nil
-}
-
-func (e *ipfixExporter) sent(ctx context.Context, m *message) {
-	for _, p := range m.positions {
-		e.pending[p] = false
-	}
-	e.tel.sent.Add(ctx, int64(len(m.positions)))
-}
-
-func (e *ipfixExporter) flushAll(ctx context.Context, now time.Time) error {
-	if e.json {
-		return e.writeJSON(ctx)
-	}
-	for _, d := range e.domains {
-		for _, m := range d.open {
-			if m != nil {
-				if err := e.writeData(ctx, d, m, now); err != nil {
-					return err
-				}
-			}
+// writeData writes data message m (after its domain's templates when due),
+// numbering it in its domain. On a stream connection m is kept until TCP
+// acknowledges it; otherwise it goes back to the free list.
+func (e *ipfixExporter) writeData(ctx context.Context, m *message, now time.Time) error {
+	if !m.json {
+		d, err := e.domain(ctx, m.odid, now)
+		if err != nil {
+			return err
 		}
+		m.finish(d.id, d.seq, now)
+		d.seq += uint32(m.records())
 	}
-	return nil
-}
-
-// write writes one message. Data messages on a stream connection are kept
-// until TCP acknowledges them, to be resent if the connection dies first.
-func (e *ipfixExporter) write(ctx context.Context, b []byte, odid uint32, records int) error {
-	if err := e.conn.write(b); err != nil {
-		return fmt.Errorf("writing to IPFIX collector %s: %w", e.cfg.Endpoint, err)
+	if err := e.conn.write(m.buf); err != nil {
+		return e.writeError(err)
 	}
 	e.tel.messages.Add(ctx, 1)
-	e.tel.bytes.Add(ctx, int64(len(b)))
-	if e.stream && records > 0 {
-		e.inflight = append(e.inflight, inflight{end: e.conn.written, odid: odid, records: records, data: append([]byte(nil), b...)})
+	e.tel.bytes.Add(ctx, int64(len(m.buf)))
+	if e.stream {
+		e.inflight = append(e.inflight, inflight{end: e.conn.written, msg: m})
+	} else {
+		e.putMessage(m)
 	}
 	return nil
+}
+
+func (e *ipfixExporter) writeError(err error) error {
+	return fmt.Errorf("writing to IPFIX collector %s: %w", e.cfg.Endpoint, err)
 }
 
 // pruneInflight forgets the messages TCP has seen acknowledged.
@@ -349,17 +256,29 @@ func (e *ipfixExporter) pruneInflight() {
 	acked := e.conn.written - unacked
 	i := 0
 	for i < len(e.inflight) && e.inflight[i].end <= acked {
+		e.putMessage(e.inflight[i].msg)
 		i++
 	}
 	e.inflight = append(e.inflight[:0], e.inflight[i:]...)
 }
 
-// requeue drops the connection after a transport error and returns the records
-// not written to the sending queue.
-func (e *ipfixExporter) requeue(ctx context.Context, ld plog.Logs, cause error) error {
-	e.dropConnection(cause.Error())
+// requeue returns the records of the messages not written to the sending
+// queue, after dropping the connection when the failure was a write.
+func (e *ipfixExporter) requeue(ctx context.Context, ld plog.Logs, unwritten []*message, cause error, drop bool) error {
+	if drop {
+		e.dropConnection(cause.Error())
+	}
+	pending := make([]bool, ld.LogRecordCount())
+	kept := 0
+	for _, m := range unwritten {
+		for _, p := range m.positions {
+			pending[p] = true
+		}
+		kept += m.records()
+		e.putMessage(m)
+	}
 	rest := plog.NewLogs()
-	pos, kept := 0, 0
+	pos := 0
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
@@ -370,8 +289,8 @@ func (e *ipfixExporter) requeue(ctx context.Context, ld plog.Logs, cause error) 
 			var nsl plog.ScopeLogs
 			lrs := sl.LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
-				if e.pending[pos] {
-					if kept == 0 || nrl == (plog.ResourceLogs{}) {
+				if pending[pos] {
+					if nrl == (plog.ResourceLogs{}) {
 						nrl = rest.ResourceLogs().AppendEmpty()
 						rl.Resource().CopyTo(nrl.Resource())
 						nrl.SetSchemaUrl(rl.SchemaUrl())
@@ -382,7 +301,6 @@ func (e *ipfixExporter) requeue(ctx context.Context, ld plog.Logs, cause error) 
 						nsl.SetSchemaUrl(sl.SchemaUrl())
 					}
 					lrs.At(k).CopyTo(nsl.LogRecords().AppendEmpty())
-					kept++
 				}
 				pos++
 			}
@@ -424,9 +342,6 @@ func (e *ipfixExporter) dropConnection(reason string) {
 	}
 	e.conn = nil
 	clear(e.domains)
-	if e.jsonMsg != nil {
-		e.jsonMsg.buf, e.jsonMsg.positions = e.jsonMsg.buf[:0], e.jsonMsg.positions[:0]
-	}
 	if reason != "shutdown" {
 		e.logger.Warn("IPFIX collector connection lost; reconnecting with back-off",
 			zap.String("endpoint", e.cfg.Endpoint), zap.String("reason", reason), zap.Int("messages_to_resend", len(e.resend)))
@@ -467,27 +382,15 @@ func (e *ipfixExporter) ensureConnected(ctx context.Context) error {
 // have delivered, after the templates of their domains, with new sequence numbers.
 func (e *ipfixExporter) resendUnacknowledged(ctx context.Context, now time.Time) error {
 	for len(e.resend) > 0 {
-		m := e.resend[0]
-		if e.json {
-			if err := e.write(ctx, m.data, 0, m.records); err != nil {
-				e.dropConnection(err.Error())
-				return err
-			}
-		} else {
-			d, err := e.domain(ctx, m.odid, now)
-			if err == nil {
-				putMessageHeader(m.data, m.odid, d.seq, now)
-				err = e.write(ctx, m.data, m.odid, m.records)
-			}
-			if err != nil {
-				e.dropConnection(err.Error())
-				return err
-			}
-			d.seq += uint32(m.records)
+		m := e.resend[0].msg
+		records := m.records()
+		if err := e.writeData(ctx, m, now); err != nil {
+			e.dropConnection(err.Error())
+			return err
 		}
 		e.resend = e.resend[1:]
-		e.tel.resent.Add(ctx, int64(m.records))
-		e.logger.Debug("Resent an unacknowledged IPFIX message", zap.Int("records", m.records))
+		e.tel.resent.Add(ctx, int64(records))
+		e.logger.Debug("Resent an unacknowledged IPFIX message", zap.Int("records", records))
 	}
 	e.resend = nil
 	return nil

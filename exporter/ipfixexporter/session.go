@@ -29,28 +29,39 @@ type domain struct {
 	seq uint32
 	// templatesSent is when the templates were last sent; zero: not yet.
 	templatesSent time.Time
-	// open holds the data message being filled for each template (v4, v6).
-	open [2]*message
 }
 
-// message is an IPFIX message being filled with data records of one template.
+// message is an IPFIX message being filled with data records of one template
+// in one observation domain, or a chunk of JSON lines. Messages are pooled:
+// the encoder fills them, the writer sends them and, on a stream connection,
+// keeps them until TCP acknowledges them.
 type message struct {
 	templateID uint16
+	odid       uint32
+	json       bool
 	buf        []byte
 	// positions are the batch positions of the records in buf, so that a failed
 	// write hands exactly those records back to the sending queue.
 	positions []int
 }
 
-func newMessage(templateID uint16, size int) *message {
-	m := &message{templateID: templateID, buf: make([]byte, headerLen, size)}
-	return m
+func newMessage(size int) *message {
+	return &message{buf: make([]byte, 0, size)}
 }
+
+// records is the number of flow records the message carries.
+func (m *message) records() int { return len(m.positions) }
 
 func (m *message) empty() bool { return len(m.positions) == 0 }
 
-func (m *message) reset() {
-	m.buf = m.buf[:headerLen]
+// reset empties m for data records of templateID in domain odid (IPFIX), or
+// for JSON lines.
+func (m *message) reset(templateID uint16, odid uint32, json bool) {
+	m.templateID, m.odid, m.json = templateID, odid, json
+	m.buf = m.buf[:0]
+	if !json {
+		m.buf = m.buf[:headerLen]
+	}
 	m.positions = m.positions[:0]
 }
 
@@ -81,8 +92,6 @@ func templateMessage(t *layout.Template, odid, seq uint32, now time.Time) []byte
 // inflight is a data message written to a stream connection that TCP has not
 // yet seen acknowledged; it is kept to be resent if the connection dies.
 type inflight struct {
-	end     uint64 // connection byte offset just after the message
-	odid    uint32
-	records int
-	data    []byte
+	end uint64 // connection byte offset just after the message
+	msg *message
 }

@@ -1,11 +1,11 @@
 package layout
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/vmware/go-ipfix/pkg/entities"
@@ -244,10 +244,16 @@ func str(get func(*flowrecord.Record) string) func(string, bool) setter {
 	}
 }
 
-// labels writes Pod labels as Antrea does: a JSON object, "{}" for a Pod without
-// labels, "" when labels were not collected (nil map).
+// labels writes Pod labels as Antrea does: a JSON object (encoding/json's
+// rendering of the map: keys sorted, its escaping), "{}" for a Pod without
+// labels, "" when labels were not collected (nil map). The setter encodes into
+// its own buffer and reuses the last string when the labels repeat, so a
+// record costs no allocation in the common case.
 func labels(get func(*flowrecord.Record) map[string]string) func(string, bool) setter {
 	return func(name string, _ bool) setter {
+		var keys []string
+		var buf []byte
+		var last string
 		return func(r *flowrecord.Record, _ *Context, ie entities.InfoElementWithValue) error {
 			m := get(r)
 			switch {
@@ -256,11 +262,25 @@ func labels(get func(*flowrecord.Record) map[string]string) func(string, bool) s
 			case len(m) == 0:
 				return setString(name, ie, "{}")
 			}
-			b, err := json.Marshal(m)
-			if err != nil {
-				return fmt.Errorf("IE %s: %w", name, err)
+			keys = keys[:0]
+			for k := range m {
+				keys = append(keys, k)
 			}
-			return setString(name, ie, string(b))
+			slices.Sort(keys)
+			buf = append(buf[:0], '{')
+			for i, k := range keys {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				buf = appendJSONString(buf, k)
+				buf = append(buf, ':')
+				buf = appendJSONString(buf, m[k])
+			}
+			buf = append(buf, '}')
+			if string(buf) != last {
+				last = string(buf)
+			}
+			return setString(name, ie, last)
 		}
 	}
 }
@@ -315,14 +335,21 @@ func addrLen(ipv6 bool) int {
 	return net.IPv4len
 }
 
+// addrText writes an address as text ("" for none); the last address's text
+// is kept, as records of one Egress repeat it.
 func addrText(get func(*flowrecord.Record) netip.Addr) func(string, bool) setter {
 	return func(name string, _ bool) setter {
+		var lastAddr netip.Addr
+		var lastText string
 		return func(r *flowrecord.Record, _ *Context, ie entities.InfoElementWithValue) error {
-			a := get(r)
+			a := get(r).Unmap()
 			if !a.IsValid() {
 				return setString(name, ie, "")
 			}
-			return setString(name, ie, a.Unmap().String())
+			if a != lastAddr {
+				lastAddr, lastText = a, a.String()
+			}
+			return setString(name, ie, lastText)
 		}
 	}
 }
