@@ -32,7 +32,7 @@ $(BUILD_DIR)/%: $$(call manifest,%) go.mod $(shell git ls-files '*.go' 2>/dev/nu
 	@touch $@
 
 .PHONY: test
-test: deps ## Unit and integration tests, plus a bounded fuzz run of the record codec
+test: deps build ## Unit, integration and end-to-end tests, plus a bounded fuzz run of the record codec
 	$(GO) test -count=1 ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
@@ -49,6 +49,14 @@ bench: ## Go benchmarks (report the numbers in the issue note)
 
 .PHONY: check
 check: lint build test ## Everything CI runs: lint, build the distributions, test
+
+.PHONY: demo
+demo: deps build ## A mini-cluster in network namespaces with flowtel deployed: prints the flows it records (root)
+	FLOWTEL_DEMO=1 $(GO) test -count=1 -v -run '^TestScenarios$$' ./testbed/e2e
+
+.PHONY: e2e
+e2e: deps build ## Only the end-to-end testbed scenarios (root)
+	$(GO) test -count=1 -v ./testbed/e2e
 
 .PHONY: run
 run: $(BUILD_DIR)/flowtel ## Run the full distribution with its default configuration
