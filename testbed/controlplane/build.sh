@@ -82,5 +82,5 @@ export GOWORK=off GOFLAGS=-buildvcs=false
 [ -x "$OUT/etcd" ] || build_etcd
 [ -x "$OUT/kube-apiserver" ] || build_apiserver
 "$OUT/kube-apiserver" --version >&2
-"$OUT/etcd" --version | head -1 >&2
+"$OUT/etcd" --version | sed -n 1p >&2 # sed reads all: no SIGPIPE under pipefail
 echo "$OUT"
