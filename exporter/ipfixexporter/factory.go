@@ -28,12 +28,15 @@ const (
 	defaultBatchFlush   = time.Second
 	defaultBatchMinSize = 1000
 	defaultTemplateTTL  = 600 * time.Second
+	defaultNumConsumers = 4
 )
 
 func createDefaultConfig() component.Config {
 	q := exporterhelper.NewDefaultQueueConfig()
-	// One consumer keeps records in order on the single connection.
-	q.NumConsumers = 1
+	// Consumers decode and encode their batches in parallel; only the writes to
+	// the one connection are serialised (IPFIX imposes no order between data
+	// records, and sequence numbers are assigned at the write).
+	q.NumConsumers = defaultNumConsumers
 	q.Batch = configoptional.Some(exporterhelper.BatchConfig{
 		FlushTimeout: defaultBatchFlush,
 		Sizer:        exporterhelper.RequestSizerTypeItems,

@@ -100,3 +100,27 @@ func BenchmarkExportAggregateTCP(b *testing.B) {
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/record")
 }
+
+// BenchmarkExportAggregateTCPParallel is BenchmarkExportAggregateTCP with as
+// many concurrent pushes as GOMAXPROCS, as the sending queue's consumers
+// deliver them: decoding and encoding run in parallel, writes are serialised.
+func BenchmarkExportAggregateTCPParallel(b *testing.B) {
+	addr := listenTCP(b, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	e, _ := testExporter(b, testConfig(addr, TransportTCP, layout.Aggregate), nil)
+	const batch = 1000
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ld := logsOf(recordsWithPorts(1, batch)...) // each consumer has its own batch
+		for pb.Next() {
+			if err := e.pushLogs(ctx, ld); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/record")
+}

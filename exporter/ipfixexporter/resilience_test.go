@@ -3,7 +3,9 @@ package ipfixexporter
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,5 +201,69 @@ func TestUnacknowledgedMessagesAreResent(t *testing.T) {
 	}
 	if n := counter(t, tt, "flowtel.ipfix.records.resent", ""); n < int64(len(unacked)) {
 		t.Errorf("records.resent = %d, want at least %d", n, len(unacked))
+	}
+}
+
+// TestConcurrentPushes: pushes from several sending-queue consumers at once
+// all arrive exactly once, and each message's sequence number counts the data
+// records sent before it in the domain (RFC 7011 §3.1), although the
+// consumers encode in parallel.
+func TestConcurrentPushes(t *testing.T) {
+	col := startCollector(t, TransportTCP, nil)
+	e, _ := testExporter(t, testConfig(col.Endpoint(), TransportTCP, layout.Aggregate), nsDialer(col.Netns()))
+	const workers, batches, perBatch = 4, 5, 100
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*batches)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := 0; b < batches; b++ {
+				recs := recordsWithPorts(10000+(w*batches+b)*perBatch, perBatch)
+				if w%2 == 1 {
+					for _, r := range recs {
+						six := fullRecord(true)
+						six.Source.Port = r.Source.Port
+						*r = *six
+					}
+				}
+				errs <- e.pushLogs(context.Background(), logsOf(recs...))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const total = workers * batches * perBatch
+	got := waitRecords(t, col, total)
+	if len(got) != total {
+		t.Fatalf("collector has %d records, want %d", len(got), total)
+	}
+	seen := map[string]int{}
+	perSeq := map[uint32]int{} // records per message, by its sequence number
+	for _, r := range got {
+		seen[r.Fields["sourceTransportPort"]]++
+		perSeq[r.SequenceNum]++
+	}
+	for p := 10000; p < 10000+total; p++ {
+		if n := seen[fmt.Sprint(p)]; n != 1 {
+			t.Errorf("record with source port %d arrived %d times", p, n)
+		}
+	}
+	seqs := make([]uint32, 0, len(perSeq))
+	for s := range perSeq {
+		seqs = append(seqs, s)
+	}
+	slices.Sort(seqs)
+	next := uint32(0)
+	for _, s := range seqs {
+		if s != next {
+			t.Fatalf("message with sequence number %d, want %d (sequence numbers %v)", s, next, seqs)
+		}
+		next += uint32(perSeq[s])
 	}
 }
