@@ -56,7 +56,7 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 	_, err = admin.CoreV1().Services("default").Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "web-a"},
-			IPFamilyPolicy: ptr(corev1.IPFamilyPolicyRequireDualStack), ClusterIPs: []string{v4.clusterIP, v6.clusterIP},
+			IPFamilyPolicy: ptr(corev1.IPFamilyPolicyRequireDualStack), ClusterIP: v4.clusterIP, ClusterIPs: []string{v4.clusterIP, v6.clusterIP},
 			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -126,6 +126,7 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 	cfg.AuthType, cfg.KubeConfig, cfg.WaitForSyncTimeout = "kubeConfig", cp.Kubeconfig(t, "no-rights", denied), 10*time.Second
 	err = startErr(t, cfg, newClient)
 	require.Error(t, err)
+	t.Logf("start without the ClusterRole: %v", err)
 	for _, res := range []string{"pods", "nodes", "services", "endpointslices.discovery.k8s.io", "replicasets.apps", "jobs.batch"} {
 		assert.Contains(t, err.Error(), `RBAC forbids "list" on `+res)
 	}
