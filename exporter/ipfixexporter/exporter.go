@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -120,6 +121,9 @@ func countRecords(msgs []inflight) int {
 
 func (e *ipfixExporter) getMessage(templateID uint16, odid uint32, json bool) *message {
 	m := e.messages.Get().(*message)
+	if cap(m.buf) < e.maxMsg { // a compacted copy that was kept for resending
+		m.buf = make([]byte, 0, e.maxMsg)
+	}
 	m.reset(templateID, odid, json)
 	return m
 }
@@ -232,6 +236,14 @@ func (e *ipfixExporter) writeData(ctx context.Context, m *message, now time.Time
 	e.tel.messages.Add(ctx, 1)
 	e.tel.bytes.Add(ctx, int64(len(m.buf)))
 	if e.stream {
+		if len(m.buf) < cap(m.buf)/4 {
+			// Thousands of small messages can wait for acknowledgement behind a
+			// slow collector: keep a compact copy rather than a full-size buffer.
+			c := &message{templateID: m.templateID, odid: m.odid, json: m.json,
+				buf: slices.Clone(m.buf), positions: slices.Clone(m.positions)}
+			e.putMessage(m)
+			m = c
+		}
 		e.inflight = append(e.inflight, inflight{end: e.conn.written, msg: m})
 	} else {
 		e.putMessage(m)
