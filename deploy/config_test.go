@@ -27,6 +27,7 @@ func kustomizeVariants(t *testing.T) []rendered {
 	return []rendered{
 		{"kustomize deploy/kubernetes", objects(t, kustomize(t, "."))},
 		{"kustomize examples/clickhouse-mtls", objects(t, kustomize(t, "examples/clickhouse-mtls"))},
+		{"kustomize examples/conntrack-sysctls", objects(t, kustomize(t, "examples/conntrack-sysctls"))},
 	}
 }
 
