@@ -59,12 +59,18 @@ func createDefaultConfig() component.Config {
 }
 
 func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
-	c := cfg.(*Config)
+	return newLogsExporter(ctx, set, cfg.(*Config), dialCollector)
+}
+
+// newLogsExporter wraps the exporter in exporterhelper's queue, retry and
+// timeout; tests pass a dial that connects from inside a network namespace.
+func newLogsExporter(ctx context.Context, set exporter.Settings, c *Config, dial dialFunc) (exporter.Logs, error) {
 	e, err := newExporter(c, set)
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
+	e.dial = dial
+	return exporterhelper.NewLogs(ctx, set, c, e.pushLogs,
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 		exporterhelper.WithTimeout(c.TimeoutConfig),
 		exporterhelper.WithRetry(c.RetryConfig),
