@@ -160,7 +160,8 @@ func (e *ipfixExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	e.tel.received.Add(ctx, int64(n))
 	enc, err := e.getEncoder()
-	if err != nil {
+	if err != nil { // cannot happen: newExporter built the same layout
+		e.tel.fail(ctx, reasonEncode, int64(n))
 		return consumererror.NewPermanent(err)
 	}
 	defer e.putEncoder(enc)
