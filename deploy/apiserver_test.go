@@ -92,6 +92,10 @@ func TestAPIServerAcceptsKustomize(t *testing.T) {
 
 	checkNodeRBAC(t, c, "flowtel", "flowtel-node")
 	checkNoAPIAccess(t, c, "flowtel", "flowtel-gateway")
+
+	// Moved to another namespace: the binding follows the ServiceAccount.
+	c.apply(t, "deploy/kubernetes/examples/other-namespace", kustomize(t, "examples/other-namespace"))
+	checkNodeRBAC(t, c, "netflows", "flowtel-node")
 }
 
 func TestAPIServerAcceptsHelmTemplate(t *testing.T) {

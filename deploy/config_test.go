@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -28,6 +29,7 @@ func kustomizeVariants(t *testing.T) []rendered {
 		{"kustomize deploy/kubernetes", objects(t, kustomize(t, "."))},
 		{"kustomize examples/clickhouse-mtls", objects(t, kustomize(t, "examples/clickhouse-mtls"))},
 		{"kustomize examples/conntrack-sysctls", objects(t, kustomize(t, "examples/conntrack-sysctls"))},
+		{"kustomize examples/other-namespace", objects(t, kustomize(t, "examples/other-namespace"))},
 	}
 }
 
@@ -93,6 +95,33 @@ func checkWorkloads(t *testing.T, r rendered) {
 	checkTLSPairing(t, nodeRaw, gwRaw)
 	checkPDB(t, r.objs, gw)
 	checkSinks(t, gw, gwRaw)
+	checkNodeBinding(t, r.objs, node)
+}
+
+// The node collector's ServiceAccount exists in its namespace and a
+// ClusterRoleBinding binds exactly that account (namespace included) to a
+// ClusterRole of the same manifests.
+func checkNodeBinding(t *testing.T, objs []*unstructured.Unstructured, node collector) {
+	t.Helper()
+	sa := node.pod.Spec.ServiceAccountName
+	exists := func(kind, namespace, name string) bool {
+		return slices.ContainsFunc(find(objs, kind), func(o *unstructured.Unstructured) bool {
+			return o.GetNamespace() == namespace && o.GetName() == name
+		})
+	}
+	if !exists("ServiceAccount", node.namespace, sa) {
+		t.Errorf("%s: ServiceAccount %s/%s is not in the manifests", node.source, node.namespace, sa)
+	}
+	for _, o := range find(objs, "ClusterRoleBinding") {
+		var b rbacv1.ClusterRoleBinding
+		convert(t, o, &b)
+		for _, s := range b.Subjects {
+			if s.Kind == rbacv1.ServiceAccountKind && s.Name == sa && s.Namespace == node.namespace && exists("ClusterRole", "", b.RoleRef.Name) {
+				return
+			}
+		}
+	}
+	t.Errorf("%s: no ClusterRoleBinding binds ServiceAccount %s/%s to a shipped ClusterRole", node.source, node.namespace, sa)
 }
 
 // The node collector: host network, root with only NET_ADMIN added, read-only
