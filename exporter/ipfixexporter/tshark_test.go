@@ -143,7 +143,11 @@ func tshark(t *testing.T, file, proto string, port int, args ...string) string {
 	all := append([]string{"-r", file, "-d", proto + ".port==" + strconv.Itoa(port) + ",cflow"}, args...)
 	out, err := exec.Command("tshark", all...).Output()
 	if err != nil {
-		t.Fatalf("tshark %s: %v", strings.Join(all, " "), err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("tshark %s: %v: %s", strings.Join(all, " "), err, stderr)
 	}
 	return string(out)
 }
