@@ -68,11 +68,20 @@ func TestHelmLint(t *testing.T) {
 	}
 }
 
-// A chart value the templates cannot honour fails rendering, naming it.
-func TestHelmRejectsUnknownResolver(t *testing.T) {
-	out, err := runErr(nil, helm(t), "template", "x", chartDir(), "--set", "gateway.resolver=static")
-	if err == nil || !strings.Contains(err.Error(), `gateway.resolver: "static" is not k8s or dns`) {
-		t.Fatalf("want a rendering error naming gateway.resolver, got %v\n%s", err, out)
+// Values the chart cannot honour fail rendering, naming the value
+// (values.schema.json), instead of producing a collector that will not start.
+func TestHelmRejectsBadValues(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"gateway.resolver=static", "/gateway/resolver"},
+		{"sinks.ipfix.transport=sctp", "/sinks/ipfix/transport"},
+		{"sinks.clickhouse.endpoint=http://ch:8123", "/sinks/clickhouse/endpoint"},
+		{"gateway.replicas=0", "/gateway/replicas"},
+		{"sinks.kafka.enabled=true", "kafka"},
+	} {
+		out, err := runErr(nil, helm(t), "template", "x", chartDir(), "--set", tc.set)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--set %s: want an error naming %s, got %v\n%s", tc.set, tc.want, err, out)
+		}
 	}
 }
 
