@@ -119,3 +119,38 @@ func BenchmarkMemoryPer10kPods(b *testing.B) {
 		runtime.KeepAlive(ix)
 	}
 }
+
+// A Service update replaces its front ends; a deletion removes them, but
+// never another Service's that took over an address.
+func TestServiceUpdates(t *testing.T) {
+	ix := New(Options{NodeName: "a"})
+	ix.upsertNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.1"}}}})
+	svc := func(uid, name, ip, portName string, port, nodePort int32) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid)},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: []corev1.ServicePort{{Name: portName, Port: port, NodePort: nodePort}}}}
+	}
+	name := func(a string, port uint16) string {
+		v := ix.Read()
+		defer v.Done()
+		if sp := v.Service(netip.MustParseAddr(a), port, 6); sp != nil {
+			return sp.PortName
+		}
+		return ""
+	}
+	ix.upsertService(svc("u1", "web", "10.96.0.1", "http", 80, 30080))
+	assert.Equal(t, "ns/web:http", name("10.96.0.1", 80))
+	assert.Equal(t, "ns/web:http", name("192.0.2.1", 30080))
+	assert.Equal(t, "ns/web:http", name("::ffff:10.96.0.1", 80), "IPv4-mapped")
+
+	ix.upsertService(svc("u1", "web", "10.96.0.1", "", 8080, 0))
+	assert.Equal(t, "", name("10.96.0.1", 80), "old port gone")
+	assert.Equal(t, "", name("192.0.2.1", 30080), "old NodePort gone")
+	assert.Equal(t, "ns/web", name("10.96.0.1", 8080))
+
+	// Another Service reuses the address after u1 is recreated elsewhere.
+	ix.upsertService(svc("u2", "api", "10.96.0.1", "grpc", 8080, 0))
+	ix.deleteService("u1")
+	assert.Equal(t, "ns/api:grpc", name("10.96.0.1", 8080), "u1's deletion leaves u2's front end")
+	ix.upsertService(svc("u3", "headless", "None", "x", 1, 0))
+	assert.Equal(t, 2, ix.Sizes().Services)
+}
