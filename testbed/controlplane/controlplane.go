@@ -166,6 +166,8 @@ current-context: test
 
 // ServiceAccount creates namespace/name (and the namespace), binds it to
 // the given ClusterRoles, and returns a token for it from the TokenRequest API.
+// Aggregated ClusterRoles (view, edit, admin) have no rules here: no
+// controller manager aggregates them.
 func (cp *ControlPlane) ServiceAccount(t testing.TB, namespace, name string, clusterRoles ...string) string {
 	t.Helper()
 	ctx := context.Background()
