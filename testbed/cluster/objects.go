@@ -122,7 +122,7 @@ func RegisterService(ctx context.Context, c kubernetes.Interface, s *netlab.Serv
 		ready := true
 		slice := &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name + "-" + fam.suffix,
-				Labels: map[string]string{discoveryv1.LabelServiceName: s.Name},
+				Labels:          map[string]string{discoveryv1.LabelServiceName: s.Name},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: s.Name, UID: created.UID}}},
 			AddressType: fam.typ,
 			Ports:       []discoveryv1.EndpointPort{{Name: &name, Protocol: &proto, Port: &port}},
