@@ -1,0 +1,128 @@
+package clickhouseflowsexporter
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/chserver"
+	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
+	"github.com/flowtel/flowtel/internal/flowrecord"
+)
+
+// benchLogs returns batches of 1000 records, a mix of the five record kinds,
+// as a gateway's OTLP receiver would hand them on.
+func benchLogs(batches int) []plog.Logs {
+	kinds := []func() *flowrecord.Record{intraNodeRecord, interNodePairedRecord, interNodeUnpairedRecord, toExternalRecord, fromExternalRecord}
+	out := make([]plog.Logs, batches)
+	for b := range out {
+		recs := make([]*flowrecord.Record, 1000)
+		for i := range recs {
+			r := kinds[i%len(kinds)]()
+			r.Source.Port = uint16(1024 + i)
+			recs[i] = r
+		}
+		out[b] = logsOf("cluster-uid-bench", recs...)
+	}
+	return out
+}
+
+// BenchmarkInsert measures rows/s into the local server through the whole
+// exporter (queue, default batching, decode, insert). block_on_overflow is
+// set so the producer waits instead of getting queue-full errors.
+func BenchmarkInsert(b *testing.B) {
+	srv := chserver.Start(b, chserver.Options{})
+	cfg := testConfig(srv, "bench")
+	cfg.QueueConfig.Get().BlockOnOverflow = true
+	exp, tt := startExporter(b, cfg)
+	ctx := context.Background()
+	batches := benchLogs(8)
+	// Warm up: create the table and a first part.
+	warm := plog.NewLogs()
+	batches[0].CopyTo(warm)
+	if err := exp.ConsumeLogs(ctx, warm); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, 30*time.Second, "warm-up", func() bool {
+		return metricSum(b, tt, "flowtel.clickhouse_flows.rows.written", "") == 1000
+	})
+
+	// The exporter owns what it is given (the batcher moves records out),
+	// so every call gets its own copy, made before the clock starts.
+	work := make([]plog.Logs, (b.N+999)/1000)
+	for i := range work {
+		work[i] = plog.NewLogs()
+		batches[i%len(batches)].CopyTo(work[i])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	sent := 0
+	for i := range work {
+		if err := exp.ConsumeLogs(ctx, work[i]); err != nil {
+			b.Fatal(err)
+		}
+		work[i] = plog.Logs{}
+		sent += 1000
+	}
+	want := int64(1000 + sent)
+	waitFor(b, 5*time.Minute, "all rows", func() bool {
+		return metricSum(b, tt, "flowtel.clickhouse_flows.rows.written", "") >= want
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(sent)/elapsed.Seconds(), "rows/s")
+	b.ReportMetric(float64(metricSum(b, tt, "flowtel.clickhouse_flows.inserts", "")), "inserts")
+}
+
+// BenchmarkPushBatch measures one default-sized insert (20,000 rows) without
+// the queue: decode, column building and the INSERT round trip.
+func BenchmarkPushBatch(b *testing.B) {
+	srv := chserver.Start(b, chserver.Options{})
+	cfg := testConfig(srv, "benchpush")
+	e, err := newFlowsExporter(cfg, componenttest.NewNopTelemetrySettings())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.start(ctx, componenttest.NewNopHost()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = e.shutdown(ctx) })
+	ld := plog.NewLogs()
+	for _, part := range benchLogs(defaultMinRows / 1000) {
+		part.ResourceLogs().MoveAndAppendTo(ld.ResourceLogs())
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := e.pushLogs(ctx, ld); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*defaultMinRows)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkBuildRow measures the CPU cost per record of decoding a LogRecord
+// and adding it to a column block (no server).
+func BenchmarkBuildRow(b *testing.B) {
+	ld := benchLogs(1)[0]
+	lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+	block := flowtable.NewBlock(lrs.Len())
+	var rec flowrecord.Record
+	row := flowtable.Row{Record: &rec, ClusterUUID: "c"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := flowrecord.Decode(lrs.At(i%lrs.Len()), &rec); err != nil {
+			b.Fatal(err)
+		}
+		block.Add(&row)
+		if block.Len() == lrs.Len() {
+			block.Reset()
+		}
+	}
+}
