@@ -13,7 +13,7 @@
 //	             routes to other Nodes' podCIDRs via their transport address with src = the
 //	             local gateway address: host-originated traffic to Pods leaves from the
 //	             gateway address, the seed-000 condition
-//	Pod j on i:  eth0  10.244.i.(10+j)/24    fd00:244:0:i::(10+j)/64, default via the gateway
+//	Pod j on i:  eth0  10.244.i.(10+j)/32    fd00:244:0:i::(10+j)/128, default via the gateway
 //	external:    eth0  192.168.77.100/24     fd00:77::100/64
 //
 // Pods are routed rather than bridged so that all Pod traffic crosses the Node
@@ -234,8 +234,10 @@ func (l *Lab) AddPod(ctx context.Context, node *Node, namespace, name string) (*
 	if err := l.in(ctx, pod.NS,
 		"sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0",
 		"ip link set lo up",
-		fmt.Sprintf("ip addr add %s/%d dev eth0", pod.IPv4, node.PodCIDRv4.Bits()),
-		fmt.Sprintf("ip addr add %s/%d dev eth0 nodad", pod.IPv6, node.PodCIDRv6.Bits()),
+		// Host routes only (/32, /128): every packet, also to a Pod on the same
+		// Node, goes through the Node, as with routed CNIs.
+		fmt.Sprintf("ip addr add %s/32 dev eth0", pod.IPv4),
+		fmt.Sprintf("ip addr add %s/128 dev eth0 nodad", pod.IPv6),
 		"ip link set eth0 up",
 		fmt.Sprintf("ip route add %s dev eth0 scope link", node.GatewayV4),
 		fmt.Sprintf("ip route replace default via %s dev eth0", node.GatewayV4),

@@ -1,0 +1,226 @@
+// Package chserver runs a real clickhouse-server for tests and benchmarks: a
+// throw-away data directory, free ports on 127.0.0.1, and users the tests need
+// (default without a password, flowtel with one). It is test support only.
+package chserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Users the server knows.
+const (
+	User     = "flowtel"
+	Password = "s3cret-flowtel"
+)
+
+// Server is a running (or stopped) clickhouse-server.
+type Server struct {
+	Dir      string
+	TCPPort  int
+	HTTPPort int
+	// TLSPort is the native protocol over TLS, when started WithTLS.
+	TLSPort int
+
+	binary string
+	cmd    *exec.Cmd
+	done   chan error
+	tb     testing.TB
+}
+
+// Options for Start.
+type Options struct {
+	// CertFile and KeyFile, when set, enable the secure native port (TLSPort).
+	CertFile, KeyFile string
+}
+
+// Binary returns the clickhouse-server executable, or "" when it is not installed.
+func Binary() string {
+	for _, p := range []string{"/usr/bin/clickhouse-server", "/usr/sbin/clickhouse-server"} {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("clickhouse-server"); err == nil {
+		return p
+	}
+	return ""
+}
+
+// Start starts a server and stops it in tb.Cleanup. It fails the test when
+// the server is not installed: CI installs the clickhouse-server package.
+func Start(tb testing.TB, o Options) *Server {
+	tb.Helper()
+	bin := Binary()
+	if bin == "" {
+		tb.Fatal("clickhouse-server is not installed (apt-get install clickhouse-server)")
+	}
+	s := &Server{Dir: tb.TempDir(), binary: bin, tb: tb,
+		TCPPort: freePort(tb), HTTPPort: freePort(tb)}
+	if o.CertFile != "" {
+		s.TLSPort = freePort(tb)
+	}
+	for _, d := range []string{"data", "tmp", "user_files", "log", "format_schemas"} {
+		if err := os.MkdirAll(filepath.Join(s.Dir, d), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	s.writeConfig(o)
+	s.Restart()
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Addr is the native protocol address host:port.
+func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.TCPPort) }
+
+// Endpoint is the exporter endpoint tcp://127.0.0.1:port.
+func (s *Server) Endpoint() string { return "tcp://" + s.Addr() }
+
+// Restart starts the server process (again) on the same ports and data, and
+// waits until it answers.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	if s.cmd != nil {
+		s.tb.Fatal("chserver: Restart while running")
+	}
+	logf, err := os.OpenFile(filepath.Join(s.Dir, "log", "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	cmd := exec.Command(s.binary, "--config-file="+filepath.Join(s.Dir, "config.xml"))
+	cmd.Dir = s.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		s.tb.Fatalf("chserver: start %s: %v", s.binary, err)
+	}
+	s.cmd = cmd
+	s.done = make(chan error, 1)
+	go func() { s.done <- cmd.Wait(); _ = logf.Close() }()
+
+	deadline := time.Now().Add(30 * time.Second)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/ping", s.HTTPPort))
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-s.done:
+			s.cmd = nil
+			s.tb.Fatalf("chserver: server exited during start-up: %v\n%s", err, s.logTail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			s.tb.Fatalf("chserver: server not ready after 30s\n%s", s.logTail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The native port opens with the HTTP one; dial it to be sure.
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.tb.Fatalf("chserver: native port %d not open", s.TCPPort)
+}
+
+// Stop stops the server gracefully (SIGTERM: running queries finish) and waits
+// for it to exit; SIGKILL after 30 s. Stopping a stopped server is a no-op.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	s.cmd = nil
+}
+
+func (s *Server) logTail() string {
+	var b strings.Builder
+	for _, f := range []string{"stdout.log", "server.err.log"} {
+		data, err := os.ReadFile(filepath.Join(s.Dir, "log", f))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if len(data) > 4000 {
+			data = data[len(data)-4000:]
+		}
+		fmt.Fprintf(&b, "--- %s ---\n%s\n", f, data)
+	}
+	return b.String()
+}
+
+func (s *Server) writeConfig(o Options) {
+	tlsPart := ""
+	if o.CertFile != "" {
+		tlsPart = fmt.Sprintf(`<tcp_port_secure>%d</tcp_port_secure>
+  <openSSL><server><certificateFile>%s</certificateFile><privateKeyFile>%s</privateKeyFile>
+    <verificationMode>none</verificationMode><loadDefaultCAFile>false</loadDefaultCAFile>
+    <cacheSessions>true</cacheSessions><disableProtocols>sslv2,sslv3</disableProtocols>
+    <preferServerCiphers>true</preferServerCiphers></server></openSSL>`, s.TLSPort, o.CertFile, o.KeyFile)
+	}
+	config := fmt.Sprintf(`<?xml version="1.0"?>
+<yandex>
+  <logger><level>information</level><log>%[1]s/log/server.log</log><errorlog>%[1]s/log/server.err.log</errorlog>
+    <size>100M</size><count>2</count></logger>
+  <http_port>%[2]d</http_port><tcp_port>%[3]d</tcp_port><listen_host>127.0.0.1</listen_host>
+  %[4]s
+  <max_connections>4096</max_connections><keep_alive_timeout>3</keep_alive_timeout>
+  <max_concurrent_queries>100</max_concurrent_queries>
+  <uncompressed_cache_size>268435456</uncompressed_cache_size><mark_cache_size>268435456</mark_cache_size>
+  <path>%[1]s/data/</path><tmp_path>%[1]s/tmp/</tmp_path><user_files_path>%[1]s/user_files/</user_files_path>
+  <format_schema_path>%[1]s/format_schemas/</format_schema_path>
+  <users_config>%[1]s/users.xml</users_config>
+  <default_profile>default</default_profile><default_database>default</default_database>
+  <timezone>UTC</timezone><mlock_executable>false</mlock_executable>
+</yandex>
+`, s.Dir, s.HTTPPort, s.TCPPort, tlsPart)
+	users := fmt.Sprintf(`<?xml version="1.0"?>
+<yandex>
+  <profiles><default><max_memory_usage>4000000000</max_memory_usage><load_balancing>random</load_balancing></default></profiles>
+  <users>
+    <default><password></password><networks><ip>::1</ip><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default>
+    <%[1]s><password>%[2]s</password><networks><ip>::1</ip><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></%[1]s>
+  </users>
+  <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
+</yandex>
+`, User, Password)
+	for name, content := range map[string]string{"config.xml": config, "users.xml": users} {
+		if err := os.WriteFile(filepath.Join(s.Dir, name), []byte(content), 0o644); err != nil {
+			s.tb.Fatal(err)
+		}
+	}
+}
+
+func freePort(tb testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -1,0 +1,361 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flowtel/flowtel/testbed/chserver"
+	"github.com/flowtel/flowtel/testbed/cluster"
+	"github.com/flowtel/flowtel/testbed/collector"
+	"github.com/flowtel/flowtel/testbed/controlplane"
+	"github.com/flowtel/flowtel/testbed/netlab"
+)
+
+const repoRoot = "../.."
+
+// bed is one running mini-cluster with flowtel deployed on it.
+type bed struct {
+	lab      *netlab.Lab
+	pods     map[string]*netlab.Pod
+	services map[string]*netlab.Service
+	ch       *chserver.Server
+	gateway  *collector.Process
+	nodes    []*collector.Process
+	peer     string // flowpeer binary
+}
+
+// TestScenarios runs every case of Cases() through the whole product and reads
+// the records back from ClickHouse.
+func TestScenarios(t *testing.T) {
+	b := startBed(t)
+	for _, c := range Cases() {
+		b.run(t, c)
+	}
+	b.check(t, Cases(), 90*time.Second)
+	if os.Getenv("FLOWTEL_DEMO") != "" {
+		b.printFlows(t)
+	}
+}
+
+// printFlows shows what `make demo` is about: the flows table as a user would query it.
+func (b *bed) printFlows(t *testing.T) {
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{b.ch.Addr()}})
+	require.NoError(t, err)
+	defer conn.Close()
+	rows, err := conn.Query(context.Background(), `SELECT flowType, correlationState,
+		concat(sourceIP, ':', toString(sourceTransportPort)), if(sourcePodName != '', concat(sourcePodNamespace, '/', sourcePodName), sourceEndpointKind), sourceNodeName,
+		concat(destinationIP, ':', toString(destinationTransportPort)), if(destinationPodName != '', concat(destinationPodNamespace, '/', destinationPodName), destinationEndpointKind), destinationNodeName,
+		destinationServicePortName, octetTotalCount, reverseOctetTotalCount
+		FROM flowtel_e2e.flows ORDER BY sourceTransportPort, flowEndSeconds DESC LIMIT 1 BY sourceIP, sourceTransportPort, destinationIP`)
+	require.NoError(t, err)
+	defer rows.Close()
+	fmt.Printf("\n%-4s %-12s %-28s %-16s %-8s %-28s %-16s %-8s %-24s %8s %8s\n",
+		"type", "correlation", "source", "identity", "node", "destination", "identity", "node", "service", "bytes", "reply")
+	for rows.Next() {
+		var ft uint8
+		var state, src, srcID, srcNode, dst, dstID, dstNode, svc string
+		var bytes, reply uint64
+		require.NoError(t, rows.Scan(&ft, &state, &src, &srcID, &srcNode, &dst, &dstID, &dstNode, &svc, &bytes, &reply))
+		fmt.Printf("%-4d %-12s %-28s %-16s %-8s %-28s %-16s %-8s %-24s %8d %8d\n", ft, state, src, srcID, srcNode, dst, dstID, dstNode, svc, bytes, reply)
+	}
+	require.NoError(t, rows.Err())
+}
+
+func requireEnvironment(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the testbed needs root (network namespaces); CI runs as root")
+	}
+}
+
+func startBed(t *testing.T) *bed {
+	t.Helper()
+	requireEnvironment(t)
+	nodeBin, err := collector.Binary(repoRoot, "flowtel-node")
+	require.NoError(t, err)
+	gatewayBin, err := collector.Binary(repoRoot, "flowtel-gateway")
+	require.NoError(t, err)
+	require.NoError(t, netlab.Cleanup())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	b := &bed{pods: map[string]*netlab.Pod{}, services: map[string]*netlab.Service{}}
+	b.peer = buildFlowpeer(t)
+
+	// Data plane.
+	b.lab, err = netlab.New(ctx, netlab.RunID(), 2)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.lab.Close() })
+	n1, n2 := b.lab.Nodes[0], b.lab.Nodes[1]
+	for _, p := range []struct {
+		node *netlab.Node
+		name string
+	}{{n1, "client-a"}, {n1, "web-a"}, {n2, "web-b"}} {
+		pod, err := b.lab.AddPod(ctx, p.node, "default", p.name)
+		require.NoError(t, err)
+		b.pods[p.name] = pod
+	}
+	for _, name := range []string{"web-a", "web-b"} {
+		b.serve(t, b.pods[name].NS)
+	}
+	b.serve(t, b.lab.External.NS)
+	svc := func(name string, ip4, ip6 string, ep *netlab.Pod, nodePort uint16, masq bool) *netlab.Service {
+		return &netlab.Service{Namespace: "default", Name: name, Protocol: "tcp", Port: 80, TargetPort: 8080, NodePort: nodePort,
+			ClusterIPv4: netip.MustParseAddr(ip4), ClusterIPv6: netip.MustParseAddr(ip6), MasqueradeHost: masq,
+			Endpoints: []*netlab.Pod{ep}}
+	}
+	b.services["web-remote"] = svc("web-remote", "10.96.0.10", "fd00:10:96::10", b.pods["web-b"], 30080, false)
+	b.services["web-local"] = svc("web-local", "10.96.0.11", "fd00:10:96::11", b.pods["web-a"], 0, false)
+	b.services["web-masq"] = svc("web-masq", "10.96.0.12", "fd00:10:96::12", b.pods["web-b"], 0, true)
+	for _, s := range b.services {
+		require.NoError(t, b.lab.AddService(ctx, s))
+	}
+
+	// Control plane and API objects.
+	cp := controlplane.Start(t)
+	require.NoError(t, cluster.RegisterNodes(ctx, cp.Admin, b.lab))
+	for _, p := range b.pods {
+		require.NoError(t, cluster.RegisterPod(ctx, cp.Admin, p, map[string]string{"app": p.Name}))
+	}
+	for name, s := range b.services {
+		portName := "http"
+		if name == "web-local" {
+			portName = "" // an unnamed port: the Service name has no ":port" part
+		}
+		require.NoError(t, cluster.RegisterService(ctx, cp.Admin, s, portName))
+	}
+	kubeconfig := cp.Kubeconfig(t, "flowtel", cp.AdminToken)
+
+	// Sinks and collectors.
+	b.ch = chserver.Start(t, chserver.Options{})
+	dir := t.TempDir()
+	gwOTLP := freePort(t)
+	b.gateway = startCollector(t, ctx, collector.Options{Name: "gateway", Binary: gatewayBin, Dir: dir,
+		Config: gatewayConfig(gwOTLP, b.ch.Endpoint())})
+	for _, n := range b.lab.Nodes {
+		p := startCollector(t, ctx, collector.Options{Name: n.Name, Binary: nodeBin, Dir: dir,
+			Config: nodeConfig(n, kubeconfig, gwOTLP)})
+		b.nodes = append(b.nodes, p)
+	}
+	return b
+}
+
+func startCollector(t *testing.T, ctx context.Context, o collector.Options) *collector.Process {
+	t.Helper()
+	o.HealthPort, o.MetricsPort = freePort(t), freePort(t)
+	o.Config = strings.NewReplacer("HEALTH_PORT", fmt.Sprint(o.HealthPort), "METRICS_PORT", fmt.Sprint(o.MetricsPort)).Replace(o.Config)
+	p, err := collector.Start(ctx, o)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := p.Stop(); err != nil {
+			t.Errorf("%s: %v", o.Name, err)
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", o.Name, p.LogTail(60))
+		}
+	})
+	return p
+}
+
+const telemetry = `
+  telemetry:
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 127.0.0.1
+                port: METRICS_PORT
+`
+
+func gatewayConfig(otlpPort int, clickhouseEndpoint string) string {
+	return fmt.Sprintf(`
+extensions:
+  health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
+receivers:
+  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d"}}}
+processors:
+  flow_correlation: {active_timeout: 3s, inactive_timeout: 6s, pairing_timeout: 10s}
+exporters:
+  clickhouse_flows:
+    endpoint: %s
+    database: flowtel_e2e
+    create_schema: true
+    sending_queue: {batch: {flush_timeout: 500ms, min_size: 1}}
+service:
+  extensions: [health_check]
+  pipelines:
+    logs: {receivers: [otlp], processors: [flow_correlation], exporters: [clickhouse_flows]}
+`+telemetry, otlpPort, clickhouseEndpoint)
+}
+
+func nodeConfig(n *netlab.Node, kubeconfig string, gatewayPort int) string {
+	return fmt.Sprintf(`
+extensions:
+  health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
+receivers:
+  conntrack: {netns: %s, node_name: %s, poll_interval: 1s, active_timeout: 2s, idle_timeout: 2s}
+processors:
+  k8s_flow: {node_name: %s, auth_type: kubeConfig, kubeconfig: %s}
+exporters:
+  load_balancing:
+    routing_key: attributes
+    routing_attributes: [flow.key]
+    protocol: {otlp: {tls: {insecure: true}}}
+    resolver: {static: {hostnames: ["127.0.0.1:%d"]}}
+service:
+  extensions: [health_check]
+  pipelines:
+    logs: {receivers: [conntrack], processors: [k8s_flow], exporters: [load_balancing]}
+`+telemetry, netlab.NetNSPath(n.NS), n.Name, n.Name, kubeconfig, gatewayPort)
+}
+
+// serve starts a flowpeer server (TCP and UDP on 8080) in a namespace.
+func (b *bed) serve(t *testing.T, ns string) {
+	t.Helper()
+	cmd := netlab.Command(context.Background(), ns, b.peer, "serve", "-listen", "[::]:8080", "-reply", "2000")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	buf := make([]byte, 6)
+	_, err = out.Read(buf)
+	require.NoError(t, err)
+}
+
+// endpoints resolves a case's From/To into a namespace and a destination.
+func (b *bed) endpoints(c Case) (ns string, client netip.Addr, to netip.AddrPort) {
+	pick := func(v4, v6 netip.Addr) netip.Addr {
+		if c.IPv6 {
+			return v6
+		}
+		return v4
+	}
+	node := func(name string) *netlab.Node {
+		for _, n := range b.lab.Nodes {
+			if n.Name == name {
+				return n
+			}
+		}
+		panic("no node " + name)
+	}
+	kind, name, _ := strings.Cut(c.From, ":")
+	switch kind {
+	case "pod":
+		p := b.pods[name]
+		ns, client = p.NS, pick(p.IPv4, p.IPv6)
+	case "node":
+		n := node(name)
+		ns, client = n.NS, pick(n.GatewayV4, n.GatewayV6)
+	default:
+		ns, client = b.lab.External.NS, pick(b.lab.External.IPv4, b.lab.External.IPv6)
+	}
+	kind, name, _ = strings.Cut(c.To, ":")
+	switch kind {
+	case "pod":
+		p := b.pods[name]
+		to = netip.AddrPortFrom(pick(p.IPv4, p.IPv6), 8080)
+	case "service":
+		s := b.services[name]
+		to = netip.AddrPortFrom(pick(s.ClusterIPv4, s.ClusterIPv6), s.Port)
+	case "nodeport":
+		svcName, nodeName, _ := strings.Cut(name, "@")
+		n := node(nodeName)
+		to = netip.AddrPortFrom(pick(n.TransportV4, n.TransportV6), b.services[svcName].NodePort)
+	default:
+		to = netip.AddrPortFrom(pick(b.lab.External.IPv4, b.lab.External.IPv6), 8080)
+	}
+	return ns, client, to
+}
+
+func (b *bed) run(t *testing.T, c Case) {
+	t.Helper()
+	ns, _, to := b.endpoints(c)
+	out, err := netlab.Exec(context.Background(), ns, b.peer, "send", "-proto", c.Proto, "-to", to.String(),
+		"-bytes", "3000", "-sport", fmt.Sprint(c.Sport))
+	require.NoError(t, err, "%s: %s", c.Name, out)
+}
+
+// check waits until every case has its final row in ClickHouse and compares it.
+func (b *bed) check(t *testing.T, cases []Case, timeout time.Duration) {
+	t.Helper()
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{b.ch.Addr()}})
+	require.NoError(t, err)
+	defer conn.Close()
+	deadline := time.Now().Add(timeout)
+	pending := cases
+	var last map[string][]string
+	for len(pending) > 0 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Second)
+		last = map[string][]string{}
+		var still []Case
+		for _, c := range pending {
+			_, client, _ := b.endpoints(c)
+			rows, err := readRows(conn, c)
+			if err != nil || len(rows) == 0 {
+				last[c.Name] = []string{fmt.Sprintf("no row yet (%v)", err)}
+				still = append(still, c)
+				continue
+			}
+			if bad := c.Check(rows[len(rows)-1], client); len(bad) > 0 {
+				last[c.Name] = bad
+				still = append(still, c)
+			}
+		}
+		pending = still
+	}
+	for _, c := range pending {
+		t.Errorf("%s: %s", c.Name, strings.Join(last[c.Name], "; "))
+	}
+}
+
+func readRows(conn clickhouse.Conn, c Case) ([]Row, error) {
+	proto := uint8(6)
+	if c.Proto == "udp" {
+		proto = 17
+	}
+	rows, err := conn.Query(context.Background(), `SELECT sourceIP, destinationIP, sourceTransportPort, destinationTransportPort, flowType,
+		sourcePodName, sourceNodeName, sourceEndpointKind, destinationPodName, destinationNodeName, destinationEndpointKind,
+		destinationServicePortName, correlationState, octetTotalCount, reverseOctetTotalCount
+		FROM flowtel_e2e.flows WHERE sourceTransportPort = ? AND protocolIdentifier = ? ORDER BY flowEndSeconds, timeInserted`, c.Sport, proto)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var r Row
+		if err := rows.Scan(&r.SourceIP, &r.DestinationIP, &r.SourcePort, &r.DestinationPort, &r.FlowType,
+			&r.SourcePod, &r.SourceNode, &r.SourceKind, &r.DestinationPod, &r.DestinationNode, &r.DstKnd,
+			&r.ServicePortName, &r.CorrelationState, &r.OctetTotal, &r.ReverseOctetTotal); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func buildFlowpeer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "flowpeer")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/flowpeer").CombinedOutput()
+	require.NoError(t, err, string(out))
+	return bin
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	p, err := collector.FreePort()
+	require.NoError(t, err)
+	return p
+}

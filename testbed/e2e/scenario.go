@@ -1,0 +1,117 @@
+// Package e2e runs flowtel end to end on a netlab mini-cluster: a real
+// kube-apiserver, one node collector per Node namespace, a gateway collector
+// behind the node collectors' load_balancing exporter, and a real ClickHouse
+// server. The scenario is also `make demo`.
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Case is one connection the scenario makes, and what flowtel must report for it.
+type Case struct {
+	Name   string
+	From   string // "pod:<name>", "node:<name>" or "external"
+	To     string // "pod:<name>", "service:<name>", "nodeport:<service>@<node>" or "external"
+	Proto  string // tcp or udp
+	IPv6   bool
+	Sport  uint16 // fixed source port: how the rows of this case are found
+	Expect Expect
+}
+
+// Expect is what the ClickHouse row of a case must hold (zero: not checked).
+type Expect struct {
+	FlowType         uint8
+	SourcePod        string
+	SourceNode       string
+	SourceKind       string
+	DestinationPod   string
+	DestinationNode  string
+	DestinationKind  string
+	ServicePortName  string
+	CorrelationState string
+	SourceIsClient   bool // the source address is the real client (not a SNAT address)
+}
+
+// Cases is the scenario: every row of the Antrea e2e matrix that needs no
+// NetworkPolicy, plus the three seed-000 cases, in both address families where
+// the path exists in both.
+func Cases() []Case {
+	var cs []Case
+	add := func(c Case) {
+		cs = append(cs, c)
+		if c.Proto == "tcp" && !c.IPv6 {
+			v6 := c
+			v6.Name += " (IPv6)"
+			v6.IPv6 = true
+			v6.Sport += 100
+			cs = append(cs, v6)
+		}
+	}
+	add(Case{Name: "intra-Node Pod to Pod", From: "pod:client-a", To: "pod:web-a", Proto: "tcp", Sport: 41001,
+		Expect: Expect{FlowType: 1, SourcePod: "client-a", SourceNode: "node-1", DestinationPod: "web-a", DestinationNode: "node-1",
+			SourceKind: "pod", DestinationKind: "pod", CorrelationState: "not_required"}})
+	add(Case{Name: "inter-Node Pod to Pod", From: "pod:client-a", To: "pod:web-b", Proto: "tcp", Sport: 41002,
+		Expect: Expect{FlowType: 2, SourcePod: "client-a", SourceNode: "node-1", DestinationPod: "web-b", DestinationNode: "node-2",
+			SourceKind: "pod", DestinationKind: "pod", CorrelationState: "paired"}})
+	add(Case{Name: "inter-Node Pod to Pod over UDP", From: "pod:client-a", To: "pod:web-b", Proto: "udp", Sport: 41003,
+		Expect: Expect{FlowType: 2, SourcePod: "client-a", DestinationPod: "web-b", CorrelationState: "paired"}})
+	add(Case{Name: "remote Service access (ClusterIP)", From: "pod:client-a", To: "service:web-remote", Proto: "tcp", Sport: 41004,
+		Expect: Expect{FlowType: 2, SourcePod: "client-a", DestinationPod: "web-b", ServicePortName: "default/web-remote:http", CorrelationState: "paired"}})
+	add(Case{Name: "local Service access (ClusterIP)", From: "pod:client-a", To: "service:web-local", Proto: "tcp", Sport: 41005,
+		Expect: Expect{FlowType: 1, SourcePod: "client-a", DestinationPod: "web-a", ServicePortName: "default/web-local", CorrelationState: "not_required"}})
+	add(Case{Name: "seed 000: Node to local Pod", From: "node:node-1", To: "pod:web-a", Proto: "tcp", Sport: 41006,
+		Expect: Expect{FlowType: 1, SourceNode: "node-1", SourceKind: "node", DestinationPod: "web-a", DestinationNode: "node-1", CorrelationState: "not_required"}})
+	add(Case{Name: "seed 000: Node to remote Pod", From: "node:node-1", To: "pod:web-b", Proto: "tcp", Sport: 41007,
+		Expect: Expect{FlowType: 2, SourceNode: "node-1", SourceKind: "node", DestinationPod: "web-b", DestinationNode: "node-2", CorrelationState: "paired"}})
+	add(Case{Name: "seed 000: Node to ClusterIP, SNATed by the proxy", From: "node:node-1", To: "service:web-masq", Proto: "tcp", Sport: 41008,
+		Expect: Expect{FlowType: 2, SourceNode: "node-1", SourceKind: "node", DestinationPod: "web-b", ServicePortName: "default/web-masq:http",
+			CorrelationState: "paired", SourceIsClient: true}})
+	add(Case{Name: "to external", From: "pod:client-a", To: "external", Proto: "tcp", Sport: 41009,
+		Expect: Expect{FlowType: 3, SourcePod: "client-a", SourceNode: "node-1", DestinationKind: "external", CorrelationState: "not_required"}})
+	add(Case{Name: "from external, NodePort on the Pod's Node", From: "external", To: "nodeport:web-remote@node-2", Proto: "tcp", Sport: 41010,
+		Expect: Expect{FlowType: 4, SourceKind: "external", DestinationPod: "web-b", ServicePortName: "default/web-remote:http", SourceIsClient: true}})
+	add(Case{Name: "from external, NodePort on another Node (SNAT)", From: "external", To: "nodeport:web-remote@node-1", Proto: "tcp", Sport: 41011,
+		Expect: Expect{FlowType: 4, SourceKind: "external", DestinationPod: "web-b", DestinationNode: "node-2", ServicePortName: "default/web-remote:http",
+			CorrelationState: "paired", SourceIsClient: true}})
+	return cs
+}
+
+// Row is what the scenario reads back from ClickHouse for one connection.
+type Row struct {
+	SourceIP, DestinationIP                 string
+	SourcePort, DestinationPort             uint16
+	FlowType                                uint8
+	SourcePod, SourceNode, SourceKind       string
+	DestinationPod, DestinationNode, DstKnd string
+	ServicePortName, CorrelationState       string
+	OctetTotal, ReverseOctetTotal           uint64
+}
+
+// Check compares a row with a case's expectations and lists every difference.
+func (c Case) Check(r Row, client netip.Addr) []string {
+	var bad []string
+	e := c.Expect
+	want := func(field string, got, want any, checked bool) {
+		if checked && fmt.Sprint(got) != fmt.Sprint(want) {
+			bad = append(bad, fmt.Sprintf("%s = %v, want %v", field, got, want))
+		}
+	}
+	want("flowType", r.FlowType, e.FlowType, e.FlowType != 0)
+	want("sourcePodName", r.SourcePod, e.SourcePod, e.SourcePod != "")
+	want("sourceNodeName", r.SourceNode, e.SourceNode, e.SourceNode != "")
+	want("sourceEndpointKind", r.SourceKind, e.SourceKind, e.SourceKind != "")
+	want("destinationPodName", r.DestinationPod, e.DestinationPod, e.DestinationPod != "")
+	want("destinationNodeName", r.DestinationNode, e.DestinationNode, e.DestinationNode != "")
+	want("destinationEndpointKind", r.DstKnd, e.DestinationKind, e.DestinationKind != "")
+	want("destinationServicePortName", r.ServicePortName, e.ServicePortName, e.ServicePortName != "")
+	want("correlationState", r.CorrelationState, e.CorrelationState, e.CorrelationState != "")
+	want("sourceTransportPort", r.SourcePort, c.Sport, true)
+	want("sourceIP", r.SourceIP, client.String(), e.SourceIsClient || strings.HasPrefix(c.From, "pod:") || strings.HasPrefix(c.From, "node:"))
+	if r.OctetTotal == 0 || r.ReverseOctetTotal == 0 {
+		bad = append(bad, fmt.Sprintf("octets %d / reverse %d: want both > 0", r.OctetTotal, r.ReverseOctetTotal))
+	}
+	return bad
+}
