@@ -11,7 +11,14 @@ declare -A want=(
   [nfacctd]=pmacct
   [clickhouse-server]=clickhouse-server
   [ip]=iproute2
+  [openssl]=openssl
+  [curl]=curl
+  [flock]=util-linux
 )
+
+# kubectl (the deploy tests apply manifests with it) is not a Debian 12 package;
+# the machines come with one.
+command -v kubectl >/dev/null 2>&1 || echo "deps: kubectl not found: the deploy tests need it on PATH" >&2
 
 missing=()
 for cmd in "${!want[@]}"; do
@@ -25,6 +32,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# tshark asks whether non-root users may capture; answer no without a prompt.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true
 for i in 1 2 3; do
   apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null && exit 0
   echo "deps: apt-get failed (attempt $i), retrying" >&2
