@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -12,24 +14,34 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flowtel/flowtel/testbed/chserver"
 	"github.com/flowtel/flowtel/testbed/cluster"
 	"github.com/flowtel/flowtel/testbed/collector"
 	"github.com/flowtel/flowtel/testbed/controlplane"
+	"github.com/flowtel/flowtel/testbed/ipfixcollector"
 	"github.com/flowtel/flowtel/testbed/netlab"
 )
 
 const repoRoot = "../.."
 
+// options shape a bed: how many gateway replicas, and whether the gateways also
+// export IPFIX to a real go-ipfix collector.
+type options struct {
+	gateways int
+	ipfix    bool
+}
+
 // bed is one running mini-cluster with flowtel deployed on it.
 type bed struct {
+	ipfix    *ipfixcollector.Collector
 	lab      *netlab.Lab
 	pods     map[string]*netlab.Pod
 	services map[string]*netlab.Service
 	ch       *chserver.Server
-	gateway  *collector.Process
+	gateways []*collector.Process
 	nodes    []*collector.Process
 	peer     string // flowpeer binary
 }
@@ -37,7 +49,7 @@ type bed struct {
 // TestScenarios runs every case of Cases() through the whole product and reads
 // the records back from ClickHouse.
 func TestScenarios(t *testing.T) {
-	b := startBed(t)
+	b := startBed(t, options{gateways: 1})
 	for _, c := range Cases() {
 		b.run(t, c)
 	}
@@ -78,7 +90,51 @@ func requireEnvironment(t *testing.T) {
 	}
 }
 
-func startBed(t *testing.T) *bed {
+// TestScaleOut runs the scenario with three gateway replicas behind the node
+// collectors' load_balancing exporter (routing on flow.key): every connection
+// must come out exactly as with one replica, and the IPFIX copy must reach a
+// real go-ipfix collector with both halves' identities.
+func TestScaleOut(t *testing.T) {
+	b := startBed(t, options{gateways: 3, ipfix: true})
+	for _, c := range Cases() {
+		b.run(t, c)
+	}
+	b.check(t, Cases(), 90*time.Second)
+	b.checkIPFIX(t)
+	for _, g := range b.gateways {
+		m, err := g.Metrics("otelcol_receiver_accepted_log_records")
+		require.NoError(t, err)
+		var accepted float64
+		for _, v := range m {
+			accepted += v
+		}
+		assert.Positive(t, accepted, "%s received no records: the load is not spread", g.Name)
+	}
+}
+
+// checkIPFIX waits for the paired inter-Node Pod-to-Pod record at the go-ipfix
+// collector, in Antrea's aggregate layout, with both Pods named.
+func (b *bed) checkIPFIX(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		recs, err := b.ipfix.Records()
+		require.NoError(t, err)
+		for _, r := range recs {
+			if r.Fields["sourceTransportPort"] == "41002" && r.Fields["destinationPodName"] == "web-b" && r.Fields["sourcePodName"] == "client-a" {
+				assert.Equal(t, "2", r.Fields["flowType"])
+				assert.Equal(t, "node-1", r.Fields["sourceNodeName"])
+				assert.Equal(t, "node-2", r.Fields["destinationNodeName"])
+				assert.Len(t, r.Names, 70, "Antrea's aggregate layout")
+				return
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	t.Errorf("no paired record of the inter-Node case reached the IPFIX collector")
+}
+
+func startBed(t *testing.T, opt options) *bed {
 	t.Helper()
 	requireEnvironment(t)
 	nodeBin, err := collector.Binary(repoRoot, "flowtel-node")
@@ -138,16 +194,52 @@ func startBed(t *testing.T) *bed {
 
 	// Sinks and collectors.
 	b.ch = chserver.Start(t, chserver.Options{})
+	ipfixEndpoint := ""
+	if opt.ipfix {
+		b.ipfix = ipfixcollector.Start(t, ipfixcollector.Options{})
+		ipfixEndpoint = forward(t, b.ipfix)
+	}
 	dir := t.TempDir()
-	gwOTLP := freePort(t)
-	b.gateway = startCollector(t, ctx, collector.Options{Name: "gateway", Binary: gatewayBin, Dir: dir,
-		Config: gatewayConfig(gwOTLP, b.ch.Endpoint())})
+	var gatewayEndpoints []string
+	for i := range opt.gateways {
+		port := freePort(t)
+		g := startCollector(t, ctx, collector.Options{Name: fmt.Sprintf("gateway-%d", i), Binary: gatewayBin, Dir: dir,
+			Config: gatewayConfig(port, b.ch.Endpoint(), ipfixEndpoint)})
+		b.gateways = append(b.gateways, g)
+		gatewayEndpoints = append(gatewayEndpoints, fmt.Sprintf("127.0.0.1:%d", port))
+	}
 	for _, n := range b.lab.Nodes {
 		p := startCollector(t, ctx, collector.Options{Name: n.Name, Binary: nodeBin, Dir: dir,
-			Config: nodeConfig(n, kubeconfig, gwOTLP)})
+			Config: nodeConfig(n, kubeconfig, gatewayEndpoints)})
 		b.nodes = append(b.nodes, p)
 	}
 	return b
+}
+
+// forward bridges 127.0.0.1 in the test's namespace to the IPFIX collector in
+// its own namespace (its API port is fixed, so it cannot share ours), so the
+// gateway collectors reach it without any address outside test namespaces.
+func forward(t *testing.T, col *ipfixcollector.Collector) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := col.Netns().DialContext(context.Background(), "tcp", col.Endpoint())
+			if err != nil {
+				in.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(out, in); out.Close() }()
+			go func() { _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 func startCollector(t *testing.T, ctx context.Context, o collector.Options) *collector.Process {
@@ -178,7 +270,13 @@ const telemetry = `
                 port: METRICS_PORT
 `
 
-func gatewayConfig(otlpPort int, clickhouseEndpoint string) string {
+func gatewayConfig(otlpPort int, clickhouseEndpoint, ipfixEndpoint string) string {
+	exporters := "[clickhouse_flows]"
+	ipfix := ""
+	if ipfixEndpoint != "" {
+		exporters = "[clickhouse_flows, ipfix]"
+		ipfix = fmt.Sprintf("  ipfix: {endpoint: %q, cluster_uuid: 0b0c0d0e-0000-4000-8000-000000000001}\n", ipfixEndpoint)
+	}
 	return fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
@@ -192,14 +290,14 @@ exporters:
     database: flowtel_e2e
     create_schema: true
     sending_queue: {batch: {flush_timeout: 500ms, min_size: 1}}
-service:
+%sservice:
   extensions: [health_check]
   pipelines:
-    logs: {receivers: [otlp], processors: [flow_correlation], exporters: [clickhouse_flows]}
-`+telemetry, otlpPort, clickhouseEndpoint)
+    logs: {receivers: [otlp], processors: [flow_correlation], exporters: %s}
+`+telemetry, otlpPort, clickhouseEndpoint, ipfix, exporters)
 }
 
-func nodeConfig(n *netlab.Node, kubeconfig string, gatewayPort int) string {
+func nodeConfig(n *netlab.Node, kubeconfig string, gateways []string) string {
 	return fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
@@ -212,12 +310,12 @@ exporters:
     routing_key: attributes
     routing_attributes: [flow.key]
     protocol: {otlp: {tls: {insecure: true}}}
-    resolver: {static: {hostnames: ["127.0.0.1:%d"]}}
+    resolver: {static: {hostnames: [%s]}}
 service:
   extensions: [health_check]
   pipelines:
     logs: {receivers: [conntrack], processors: [k8s_flow], exporters: [load_balancing]}
-`+telemetry, netlab.NetNSPath(n.NS), n.Name, n.Name, kubeconfig, gatewayPort)
+`+telemetry, netlab.NetNSPath(n.NS), n.Name, n.Name, kubeconfig, strings.Join(gateways, ", "))
 }
 
 // serve starts a flowpeer server (TCP and UDP on 8080) in a namespace.
