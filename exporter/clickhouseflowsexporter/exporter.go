@@ -189,6 +189,11 @@ func (e *flowsExporter) connectError(err error) error {
 		}
 		return fmt.Errorf("clickhouse_flows: server at %s refused the connection: %w", e.cfg.Endpoint, err)
 	}
+	var certErr *tls.CertificateVerificationError
+	if errors.As(err, &certErr) {
+		return fmt.Errorf("clickhouse_flows: TLS with %s failed: the server certificate is not trusted (set tls.ca_file, or tls.insecure_skip_verify): %w",
+			e.cfg.Endpoint, err)
+	}
 	return &unreachableError{fmt.Errorf("clickhouse_flows: cannot reach ClickHouse at %s: %w", e.cfg.Endpoint, err)}
 }
 
