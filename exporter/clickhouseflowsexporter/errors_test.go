@@ -111,3 +111,20 @@ func TestBadRecordIsCountedOthersWritten(t *testing.T) {
 		t.Errorf("records.failed{reason=decode} = %d, want 1", n)
 	}
 }
+
+// ttl is applied only where the server supports it: 18.16 does not, so the
+// exporter creates the table without it (18.16 would reject the clause).
+func TestTTLIgnoredOnOldServer(t *testing.T) {
+	srv := chserver.Start(t, chserver.Options{})
+	cfg := testConfig(srv, "withttl")
+	cfg.TTL = time.Hour
+	startExporter(t, cfg)
+	conn := client(t, srv)
+	var ddl string
+	if err := conn.QueryRow(context.Background(), "SHOW CREATE TABLE withttl.flows").Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ddl, "TTL") {
+		t.Errorf("table on 18.16 has a TTL: %s", ddl)
+	}
+}
