@@ -44,8 +44,8 @@ lint: ## gofmt, go vet, staticcheck
 	$(STATICCHECK) ./...
 
 .PHONY: bench
-bench: ## Go benchmarks (report the numbers in the issue note)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+bench: ## Go benchmarks (report the numbers in the issue note); the testbed's load runs are `make load`
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $$($(GO) list ./... | grep -v /testbed/e2e)
 
 .PHONY: check
 check: lint build test ## Everything CI runs: lint, build the distributions, test
@@ -57,6 +57,10 @@ demo: deps build ## A mini-cluster in network namespaces with flowtel deployed: 
 .PHONY: e2e
 e2e: deps build ## Only the end-to-end testbed scenarios (root)
 	$(GO) test -count=1 -v ./testbed/e2e
+
+.PHONY: load
+load: deps build ## Testbed load runs: node collector CPU and memory at 10k connections (root)
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./testbed/e2e
 
 .PHONY: run
 run: $(BUILD_DIR)/flowtel ## Run the full distribution with its default configuration

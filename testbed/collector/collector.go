@@ -148,6 +148,46 @@ func (p *Process) Stop() error {
 	return nil
 }
 
+// CPUTime is the CPU time (user + system) the collector process has used, from
+// /proc/<pid>/stat: for load runs that measure a collector's share of a core.
+func (p *Process) CPUTime() (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) start after ") ".
+	_, rest, ok := strings.Cut(string(raw), ") ")
+	if !ok {
+		return 0, fmt.Errorf("%s: unexpected /proc stat format", p.Name)
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%s: short /proc stat", p.Name)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticksPerSecond, nil
+}
+
+// RSS is the collector process's resident memory, from /proc/<pid>/status.
+func (p *Process) RSS() (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("%s: no VmRSS", p.Name)
+}
+
 // Log returns the collector's whole output.
 func (p *Process) Log() string {
 	b, _ := os.ReadFile(p.logPath)

@@ -32,6 +32,8 @@ const repoRoot = "../.."
 type options struct {
 	gateways int
 	ipfix    bool
+	// node collector timers; zero: the scenario's fast ones (1s poll, 2s active and idle)
+	poll, active, idle time.Duration
 }
 
 // bed is one running mini-cluster with flowtel deployed on it.
@@ -83,7 +85,7 @@ func (b *bed) printFlows(t *testing.T) {
 	require.NoError(t, rows.Err())
 }
 
-func requireEnvironment(t *testing.T) {
+func requireEnvironment(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the testbed needs root (network namespaces); CI runs as root")
@@ -134,7 +136,7 @@ func (b *bed) checkIPFIX(t *testing.T) {
 	t.Errorf("no paired record of the inter-Node case reached the IPFIX collector")
 }
 
-func startBed(t *testing.T, opt options) *bed {
+func startBed(t testing.TB, opt options) *bed {
 	t.Helper()
 	requireEnvironment(t)
 	nodeBin, err := collector.Binary(repoRoot, "flowtel-node")
@@ -210,7 +212,7 @@ func startBed(t *testing.T, opt options) *bed {
 	}
 	for _, n := range b.lab.Nodes {
 		p := startCollector(t, ctx, collector.Options{Name: n.Name, Binary: nodeBin, Dir: dir,
-			Config: nodeConfig(n, kubeconfig, gatewayEndpoints)})
+			Config: nodeConfig(n, kubeconfig, gatewayEndpoints, opt)})
 		b.nodes = append(b.nodes, p)
 	}
 	return b
@@ -219,7 +221,7 @@ func startBed(t *testing.T, opt options) *bed {
 // forward bridges 127.0.0.1 in the test's namespace to the IPFIX collector in
 // its own namespace (its API port is fixed, so it cannot share ours), so the
 // gateway collectors reach it without any address outside test namespaces.
-func forward(t *testing.T, col *ipfixcollector.Collector) string {
+func forward(t testing.TB, col *ipfixcollector.Collector) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -242,7 +244,7 @@ func forward(t *testing.T, col *ipfixcollector.Collector) string {
 	return ln.Addr().String()
 }
 
-func startCollector(t *testing.T, ctx context.Context, o collector.Options) *collector.Process {
+func startCollector(t testing.TB, ctx context.Context, o collector.Options) *collector.Process {
 	t.Helper()
 	o.HealthPort, o.MetricsPort = freePort(t), freePort(t)
 	o.Config = strings.NewReplacer("HEALTH_PORT", fmt.Sprint(o.HealthPort), "METRICS_PORT", fmt.Sprint(o.MetricsPort)).Replace(o.Config)
@@ -297,12 +299,15 @@ exporters:
 `+telemetry, otlpPort, clickhouseEndpoint, ipfix, exporters)
 }
 
-func nodeConfig(n *netlab.Node, kubeconfig string, gateways []string) string {
+func nodeConfig(n *netlab.Node, kubeconfig string, gateways []string, opt options) string {
+	if opt.poll == 0 {
+		opt.poll, opt.active, opt.idle = time.Second, 2*time.Second, 2*time.Second
+	}
 	return fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
 receivers:
-  conntrack: {netns: %s, node_name: %s, poll_interval: 1s, active_timeout: 2s, idle_timeout: 2s}
+  conntrack: {netns: %s, node_name: %s, poll_interval: %s, active_timeout: %s, idle_timeout: %s}
 processors:
   k8s_flow: {node_name: %s, auth_type: kubeConfig, kubeconfig: %s}
 exporters:
@@ -315,11 +320,11 @@ service:
   extensions: [health_check]
   pipelines:
     logs: {receivers: [conntrack], processors: [k8s_flow], exporters: [load_balancing]}
-`+telemetry, netlab.NetNSPath(n.NS), n.Name, n.Name, kubeconfig, strings.Join(gateways, ", "))
+`+telemetry, netlab.NetNSPath(n.NS), n.Name, opt.poll, opt.active, opt.idle, n.Name, kubeconfig, strings.Join(gateways, ", "))
 }
 
 // serve starts a flowpeer server (TCP and UDP on 8080) in a namespace.
-func (b *bed) serve(t *testing.T, ns string) {
+func (b *bed) serve(t testing.TB, ns string) {
 	t.Helper()
 	cmd := netlab.Command(context.Background(), ns, b.peer, "serve", "-listen", "[::]:8080", "-reply", "2000")
 	out, err := cmd.StdoutPipe()
@@ -443,7 +448,7 @@ func readRows(conn clickhouse.Conn, c Case) ([]Row, error) {
 	return out, rows.Err()
 }
 
-func buildFlowpeer(t *testing.T) string {
+func buildFlowpeer(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "flowpeer")
 	out, err := exec.Command("go", "build", "-o", bin, "../cmd/flowpeer").CombinedOutput()
@@ -451,7 +456,7 @@ func buildFlowpeer(t *testing.T) string {
 	return bin
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	p, err := collector.FreePort()
 	require.NoError(t, err)
