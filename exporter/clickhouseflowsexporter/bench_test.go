@@ -8,9 +8,9 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/chserver"
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
 // benchLogs returns batches of 1000 records, a mix of the five record kinds,

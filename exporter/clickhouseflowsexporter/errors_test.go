@@ -8,8 +8,8 @@ import (
 
 	"go.opentelemetry.io/collector/component/componenttest"
 
-	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/chserver"
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
+	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
 // startErr starts an exporter that must fail to start, and returns the error.

@@ -14,9 +14,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/goleak"
 
-	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/chserver"
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/metadata"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
 func TestMain(m *testing.M) {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
-	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/chserver"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
 // queryResults are the expected results of each query in testdata/queries on
@@ -32,7 +32,7 @@ var queryResults = map[string][]string{
 }
 
 // TestQueries runs every documented query against the table, checks its
-// result, and checks that the README shows it verbatim.
+// result, and checks that docs/clickhouse.md shows it verbatim.
 func TestQueries(t *testing.T) {
 	srv := chserver.Start(t, chserver.Options{})
 	exp, _ := startExporter(t, testConfig(srv, "queries"))
@@ -58,7 +58,7 @@ func TestQueries(t *testing.T) {
 	}
 	defer qconn.Close()
 
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("../../docs/clickhouse.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestQueries(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !strings.Contains(string(readme), strings.TrimSpace(string(sql))) {
-				t.Errorf("README.md does not show %s verbatim", f)
+				t.Errorf("docs/clickhouse.md does not show %s verbatim", f)
 			}
 			got := runQuery(t, qconn, string(sql))
 			want := make([]string, len(queryResults[name]))

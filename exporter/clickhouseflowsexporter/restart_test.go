@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/chserver"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
 // streamBatch returns n records numbered from first, each with a unique

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/chserver"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
 // antreaColumns are the 51 columns Antrea's Flow Aggregator inserts, with the
@@ -49,7 +49,7 @@ var flowtelColumns = []string{
 }
 
 // expectedRow is what a record must read back as, column by column: an
-// independent statement of the mapping documented in the README.
+// independent statement of the mapping documented in docs/clickhouse.md.
 func expectedRow(r *flowrecord.Record, cluster string) map[string]any {
 	epoch := time.Unix(0, 0).UTC()
 	sec := func(t time.Time) time.Time {

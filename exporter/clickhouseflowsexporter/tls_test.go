@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/chserver"
+	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
 // writeCerts writes a CA and a server certificate for 127.0.0.1 signed by it.

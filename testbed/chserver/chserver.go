@@ -1,6 +1,7 @@
 // Package chserver runs a real clickhouse-server for tests and benchmarks: a
 // throw-away data directory, free ports on 127.0.0.1, and users the tests need
-// (default without a password, flowtel with one). It is test support only.
+// (default without a password, flowtel with one). Test support, shared by the
+// clickhouse_flows exporter's tests and the end-to-end testbed.
 package chserver
 
 import (
