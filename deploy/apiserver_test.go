@@ -2,7 +2,10 @@ package deploy_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,9 +120,41 @@ func TestAPIServerAcceptsHelmTemplate(t *testing.T) {
 	}
 }
 
+// operatorModule is the OpenTelemetry Operator release whose CRD the tests
+// install when the team's reference copy (../shared/reference/crds, beside the
+// repository on development machines) is not there: the Go module proxy serves
+// the operator's module, and its config/crd/bases holds the published CRD.
+const operatorModule = "github.com/open-telemetry/opentelemetry-operator@v0.141.0"
+
+// operatorCRD returns the path of the OpenTelemetryCollector CRD.
+func operatorCRD(t *testing.T) string {
+	t.Helper()
+	const name = "opentelemetry.io_opentelemetrycollectors.yaml"
+	if ref := filepath.Join(repoRoot(), "..", "shared", "reference", "crds", name); fileExists(ref) {
+		return ref
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", operatorModule)
+	cmd.Dir = t.TempDir() // outside flowtel's module: the operator never enters go.mod
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod download %s (for the Operator's CRD): %v\n%s", operatorModule, err, out)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download %s: no module directory in %s", operatorModule, out)
+	}
+	return filepath.Join(mod.Dir, "config", "crd", "bases", name)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 func TestAPIServerAcceptsOperatorCRs(t *testing.T) {
 	c := startCluster(t)
-	crd := filepath.Join(repoRoot(), "..", "shared", "reference", "crds", "opentelemetry.io_opentelemetrycollectors.yaml")
+	crd := operatorCRD(t)
 	if out, err := c.kubectl(nil, "apply", "--server-side", "-f", crd); err != nil {
 		t.Fatalf("installing the Operator's CRD: %v\n%s", err, out)
 	}
