@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"github.com/flowtel/flowtel/testbed/controlplane"
 	"github.com/flowtel/flowtel/testbed/ipfixcollector"
 	"github.com/flowtel/flowtel/testbed/netlab"
+	"github.com/flowtel/flowtel/testbed/peer"
 )
 
 const repoRoot = "../.."
@@ -148,7 +147,7 @@ func startBed(t testing.TB, opt options) *bed {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	b := &bed{pods: map[string]*netlab.Pod{}, services: map[string]*netlab.Service{}}
-	b.peer = buildFlowpeer(t)
+	b.peer = peer.Build(t)
 
 	// Data plane.
 	b.lab, err = netlab.New(ctx, netlab.RunID(), 2)
@@ -164,9 +163,9 @@ func startBed(t testing.TB, opt options) *bed {
 		b.pods[p.name] = pod
 	}
 	for _, name := range []string{"web-a", "web-b"} {
-		b.serve(t, b.pods[name].NS)
+		peer.Serve(t, b.peer, b.pods[name].NS, 2000)
 	}
-	b.serve(t, b.lab.External.NS)
+	peer.Serve(t, b.peer, b.lab.External.NS, 2000)
 	svc := func(name string, ip4, ip6 string, ep *netlab.Pod, nodePort uint16, masq bool) *netlab.Service {
 		return &netlab.Service{Namespace: "default", Name: name, Protocol: "tcp", Port: 80, TargetPort: 8080, NodePort: nodePort,
 			ClusterIPv4: netip.MustParseAddr(ip4), ClusterIPv6: netip.MustParseAddr(ip6), MasqueradeHost: masq,
@@ -323,19 +322,6 @@ service:
 `+telemetry, netlab.NetNSPath(n.NS), n.Name, opt.poll, opt.active, opt.idle, n.Name, kubeconfig, strings.Join(gateways, ", "))
 }
 
-// serve starts a flowpeer server (TCP and UDP on 8080) in a namespace.
-func (b *bed) serve(t testing.TB, ns string) {
-	t.Helper()
-	cmd := netlab.Command(context.Background(), ns, b.peer, "serve", "-listen", "[::]:8080", "-reply", "2000")
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	buf := make([]byte, 6)
-	_, err = out.Read(buf)
-	require.NoError(t, err)
-}
-
 // endpoints resolves a case's From/To into a namespace and a destination.
 func (b *bed) endpoints(c Case) (ns string, client netip.Addr, to netip.AddrPort) {
 	pick := func(v4, v6 netip.Addr) netip.Addr {
@@ -446,14 +432,6 @@ func readRows(conn clickhouse.Conn, c Case) ([]Row, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
-}
-
-func buildFlowpeer(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "flowpeer")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/flowpeer").CombinedOutput()
-	require.NoError(t, err, string(out))
-	return bin
 }
 
 func freePort(t testing.TB) int {

@@ -6,10 +6,10 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/flowtel/flowtel/testbed/peer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,14 +27,6 @@ func requireRoot(t *testing.T) {
 	}
 }
 
-func buildFlowpeer(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "flowpeer")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/flowpeer").CombinedOutput()
-	require.NoError(t, err, string(out))
-	return bin
-}
-
 func newLab(t *testing.T, nodes int) *Lab {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -43,19 +35,6 @@ func newLab(t *testing.T, nodes int) *Lab {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, lab.Close()) })
 	return lab
-}
-
-func startServer(t *testing.T, bin string, pod *Pod) {
-	t.Helper()
-	cmd := Command(context.Background(), pod.NS, bin, "serve", "-listen", "[::]:8080", "-reply", "700")
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	buf := make([]byte, 6)
-	_, err = out.Read(buf)
-	require.NoError(t, err)
-	require.Equal(t, "ready\n", string(buf))
 }
 
 func conntrackList(t *testing.T, ns string) string {
@@ -70,7 +49,7 @@ func conntrackList(t *testing.T, ns string) string {
 // the Nodes' conntrack tables see it as a real cluster's would.
 func TestLabCarriesClusterTraffic(t *testing.T) {
 	requireRoot(t)
-	bin := buildFlowpeer(t)
+	bin := peer.Build(t)
 	lab := newLab(t, 2)
 	ctx := context.Background()
 	n1, n2 := lab.Nodes[0], lab.Nodes[1]
@@ -78,7 +57,7 @@ func TestLabCarriesClusterTraffic(t *testing.T) {
 	require.NoError(t, err)
 	server, err := lab.AddPod(ctx, n2, "default", "server")
 	require.NoError(t, err)
-	startServer(t, bin, server)
+	peer.Serve(t, bin, server.NS, 700)
 	svc := &Service{Namespace: "default", Name: "web", Protocol: "tcp", Port: 80, TargetPort: 8080, NodePort: 30080,
 		ClusterIPv4: netip.MustParseAddr("10.96.0.10"), ClusterIPv6: netip.MustParseAddr("fd00:10:96::10"),
 		Endpoints: []*Pod{server}}
