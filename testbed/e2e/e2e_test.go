@@ -163,9 +163,9 @@ func startBed(t testing.TB, opt options) *bed {
 		b.pods[p.name] = pod
 	}
 	for _, name := range []string{"web-a", "web-b"} {
-		peer.Serve(t, b.peer, b.pods[name].NS, 2000)
+		peer.Serve(t, b.peer, b.pods[name].NS, replyBytes)
 	}
-	peer.Serve(t, b.peer, b.lab.External.NS, 2000)
+	peer.Serve(t, b.peer, b.lab.External.NS, replyBytes)
 	svc := func(name string, ip4, ip6 string, ep *netlab.Pod, nodePort uint16, masq bool) *netlab.Service {
 		return &netlab.Service{Namespace: "default", Name: name, Protocol: "tcp", Port: 80, TargetPort: 8080, NodePort: nodePort,
 			ClusterIPv4: netip.MustParseAddr(ip4), ClusterIPv6: netip.MustParseAddr(ip6), MasqueradeHost: masq,
@@ -174,6 +174,8 @@ func startBed(t testing.TB, opt options) *bed {
 	b.services["web-remote"] = svc("web-remote", "10.96.0.10", "fd00:10:96::10", b.pods["web-b"], 30080, false)
 	b.services["web-local"] = svc("web-local", "10.96.0.11", "fd00:10:96::11", b.pods["web-a"], 0, false)
 	b.services["web-masq"] = svc("web-masq", "10.96.0.12", "fd00:10:96::12", b.pods["web-b"], 0, true)
+	b.services["web-etp-local"] = svc("web-etp-local", "10.96.0.13", "fd00:10:96::13", b.pods["web-b"], 30081, false)
+	b.services["web-etp-local"].ExternalTrafficPolicyLocal = true
 	for _, s := range b.services {
 		require.NoError(t, b.lab.AddService(ctx, s))
 	}
@@ -371,7 +373,7 @@ func (b *bed) run(t *testing.T, c Case) {
 	t.Helper()
 	ns, _, to := b.endpoints(c)
 	out, err := netlab.Exec(context.Background(), ns, b.peer, "send", "-proto", c.Proto, "-to", to.String(),
-		"-bytes", "3000", "-sport", fmt.Sprint(c.Sport))
+		"-bytes", fmt.Sprint(requestBytes), "-sport", fmt.Sprint(c.Sport))
 	require.NoError(t, err, "%s: %s", c.Name, out)
 }
 
@@ -396,7 +398,16 @@ func (b *bed) check(t *testing.T, cases []Case, timeout time.Duration) {
 				still = append(still, c)
 				continue
 			}
-			if bad := c.Check(rows[len(rows)-1], client); len(bad) > 0 {
+			bad := c.Check(rows[len(rows)-1], client)
+			if c.Expect.CorrelationState == "paired" {
+				// Exactly one record chain: no unpaired half, no second connection.
+				for _, r := range rows {
+					if r.CorrelationState != "paired" {
+						bad = append(bad, fmt.Sprintf("a %q row besides the paired chain", r.CorrelationState))
+					}
+				}
+			}
+			if len(bad) > 0 {
 				last[c.Name] = bad
 				still = append(still, c)
 			}
@@ -415,7 +426,8 @@ func readRows(conn clickhouse.Conn, c Case) ([]Row, error) {
 	}
 	rows, err := conn.Query(context.Background(), `SELECT sourceIP, destinationIP, sourceTransportPort, destinationTransportPort, flowType,
 		sourcePodName, sourceNodeName, sourceEndpointKind, destinationPodName, destinationNodeName, destinationEndpointKind,
-		destinationServicePortName, correlationState, octetTotalCount, reverseOctetTotalCount
+		destinationServicePortName, correlationState, octetTotalCount, reverseOctetTotalCount,
+		packetTotalCount, reversePacketTotalCount, proxySnatIP, proxySnatPort
 		FROM flowtel_e2e.flows WHERE sourceTransportPort = ? AND protocolIdentifier = ? ORDER BY flowEndSeconds, timeInserted`, c.Sport, proto)
 	if err != nil {
 		return nil, err
@@ -426,7 +438,8 @@ func readRows(conn clickhouse.Conn, c Case) ([]Row, error) {
 		var r Row
 		if err := rows.Scan(&r.SourceIP, &r.DestinationIP, &r.SourcePort, &r.DestinationPort, &r.FlowType,
 			&r.SourcePod, &r.SourceNode, &r.SourceKind, &r.DestinationPod, &r.DestinationNode, &r.DstKnd,
-			&r.ServicePortName, &r.CorrelationState, &r.OctetTotal, &r.ReverseOctetTotal); err != nil {
+			&r.ServicePortName, &r.CorrelationState, &r.OctetTotal, &r.ReverseOctetTotal,
+			&r.PacketTotal, &r.ReversePacketTotal, &r.ProxySNATIP, &r.ProxySNATPort); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

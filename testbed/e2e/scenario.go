@@ -33,7 +33,15 @@ type Expect struct {
 	ServicePortName  string
 	CorrelationState string
 	SourceIsClient   bool // the source address is the real client (not a SNAT address)
+	NoSNAT           bool // no proxy SNAT address or port
 }
+
+// The scenario's traffic: each connection sends requestBytes and receives
+// replyBytes of payload (see flowpeer), so the counters can be checked.
+const (
+	requestBytes = 3000
+	replyBytes   = 2000
+)
 
 // Cases is the scenario: every row of the Antrea e2e matrix that needs no
 // NetworkPolicy, plus the three seed-000 cases, in both address families where
@@ -73,6 +81,9 @@ func Cases() []Case {
 		Expect: Expect{FlowType: 3, SourcePod: "client-a", SourceNode: "node-1", DestinationKind: "external", CorrelationState: "not_required"}})
 	add(Case{Name: "from external, NodePort on the Pod's Node", From: "external", To: "nodeport:web-remote@node-2", Proto: "tcp", Sport: 41010,
 		Expect: Expect{FlowType: 4, SourceKind: "external", DestinationPod: "web-b", ServicePortName: "default/web-remote:http", SourceIsClient: true}})
+	add(Case{Name: "from external, NodePort with externalTrafficPolicy Local (no SNAT)", From: "external", To: "nodeport:web-etp-local@node-2", Proto: "tcp", Sport: 41012,
+		Expect: Expect{FlowType: 4, SourceKind: "external", DestinationPod: "web-b", DestinationNode: "node-2", ServicePortName: "default/web-etp-local:http",
+			SourceIsClient: true, NoSNAT: true}})
 	add(Case{Name: "from external, NodePort on another Node (SNAT)", From: "external", To: "nodeport:web-remote@node-1", Proto: "tcp", Sport: 41011,
 		Expect: Expect{FlowType: 4, SourceKind: "external", DestinationPod: "web-b", DestinationNode: "node-2", ServicePortName: "default/web-remote:http",
 			CorrelationState: "paired", SourceIsClient: true}})
@@ -88,6 +99,9 @@ type Row struct {
 	DestinationPod, DestinationNode, DstKnd string
 	ServicePortName, CorrelationState       string
 	OctetTotal, ReverseOctetTotal           uint64
+	PacketTotal, ReversePacketTotal         uint64
+	ProxySNATIP                             string
+	ProxySNATPort                           uint16
 }
 
 // Check compares a row with a case's expectations and lists every difference.
@@ -110,8 +124,16 @@ func (c Case) Check(r Row, client netip.Addr) []string {
 	want("correlationState", r.CorrelationState, e.CorrelationState, e.CorrelationState != "")
 	want("sourceTransportPort", r.SourcePort, c.Sport, true)
 	want("sourceIP", r.SourceIP, client.String(), e.SourceIsClient || strings.HasPrefix(c.From, "pod:") || strings.HasPrefix(c.From, "node:"))
-	if r.OctetTotal == 0 || r.ReverseOctetTotal == 0 {
-		bad = append(bad, fmt.Sprintf("octets %d / reverse %d: want both > 0", r.OctetTotal, r.ReverseOctetTotal))
+	if e.NoSNAT && (r.ProxySNATIP != "" || r.ProxySNATPort != 0) {
+		bad = append(bad, fmt.Sprintf("proxy SNAT %s:%d, want none", r.ProxySNATIP, r.ProxySNATPort))
 	}
+	// Counters: the payload plus at most 80 bytes of IP and transport headers per packet.
+	counters := func(dir string, octets, packets uint64, payload uint64) {
+		if octets < payload || octets > payload+80*packets {
+			bad = append(bad, fmt.Sprintf("%s octets %d over %d packets: want the %d payload bytes plus headers", dir, octets, packets, payload))
+		}
+	}
+	counters("request", r.OctetTotal, r.PacketTotal, requestBytes)
+	counters("reply", r.ReverseOctetTotal, r.ReversePacketTotal, replyBytes)
 	return bad
 }
