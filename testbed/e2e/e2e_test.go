@@ -27,17 +27,20 @@ import (
 const repoRoot = "../.."
 
 // options shape a bed: how many gateway replicas, and whether the gateways also
-// export IPFIX to a real go-ipfix collector.
+// export IPFIX to a real go-ipfix collector and OTLP to a receiver in the test.
 type options struct {
 	gateways int
 	ipfix    bool
+	otlp     bool
 	// node collector timers; zero: the scenario's fast ones (1s poll, 2s active and idle)
 	poll, active, idle time.Duration
 }
 
 // bed is one running mini-cluster with flowtel deployed on it.
 type bed struct {
-	ipfix    *ipfixcollector.Collector
+	opt      options
+	ipfix    *ipfixSink
+	otlp     *otlpSink
 	lab      *netlab.Lab
 	pods     map[string]*netlab.Pod
 	services map[string]*netlab.Service
@@ -48,13 +51,15 @@ type bed struct {
 }
 
 // TestScenarios runs every case of Cases() through the whole product and reads
-// the records back from ClickHouse.
+// the records back from every sink: ClickHouse, a real go-ipfix collector and
+// an OTLP receiver.
 func TestScenarios(t *testing.T) {
-	b := startBed(t, options{gateways: 1})
+	b := startBed(t, options{gateways: 1, ipfix: true, otlp: true})
 	for _, c := range Cases() {
 		b.run(t, c)
 	}
 	b.check(t, Cases(), 90*time.Second)
+	b.checkSinks(t, Cases(), 30*time.Second)
 	if os.Getenv("FLOWTEL_DEMO") != "" {
 		b.printFlows(t)
 	}
@@ -93,15 +98,14 @@ func requireEnvironment(t testing.TB) {
 
 // TestScaleOut runs the scenario with three gateway replicas behind the node
 // collectors' load_balancing exporter (routing on flow.key): every connection
-// must come out exactly as with one replica, and the IPFIX copy must reach a
-// real go-ipfix collector with both halves' identities.
+// must come out exactly as with one replica, at every sink.
 func TestScaleOut(t *testing.T) {
-	b := startBed(t, options{gateways: 3, ipfix: true})
+	b := startBed(t, options{gateways: 3, ipfix: true, otlp: true})
 	for _, c := range Cases() {
 		b.run(t, c)
 	}
 	b.check(t, Cases(), 90*time.Second)
-	b.checkIPFIX(t)
+	b.checkSinks(t, Cases(), 30*time.Second)
 	for _, g := range b.gateways {
 		m, err := g.Metrics("otelcol_receiver_accepted_log_records")
 		require.NoError(t, err)
@@ -111,28 +115,6 @@ func TestScaleOut(t *testing.T) {
 		}
 		assert.Positive(t, accepted, "%s received no records: the load is not spread", g.Name)
 	}
-}
-
-// checkIPFIX waits for the paired inter-Node Pod-to-Pod record at the go-ipfix
-// collector, in Antrea's aggregate layout, with both Pods named.
-func (b *bed) checkIPFIX(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		recs, err := b.ipfix.Records()
-		require.NoError(t, err)
-		for _, r := range recs {
-			if r.Fields["sourceTransportPort"] == "41002" && r.Fields["destinationPodName"] == "web-b" && r.Fields["sourcePodName"] == "client-a" {
-				assert.Equal(t, "2", r.Fields["flowType"])
-				assert.Equal(t, "node-1", r.Fields["sourceNodeName"])
-				assert.Equal(t, "node-2", r.Fields["destinationNodeName"])
-				assert.Len(t, r.Names, 70, "Antrea's aggregate layout")
-				return
-			}
-		}
-		time.Sleep(time.Second)
-	}
-	t.Errorf("no paired record of the inter-Node case reached the IPFIX collector")
 }
 
 func startBed(t testing.TB, opt options) *bed {
@@ -146,7 +128,7 @@ func startBed(t testing.TB, opt options) *bed {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	b := &bed{pods: map[string]*netlab.Pod{}, services: map[string]*netlab.Service{}}
+	b := &bed{opt: opt, pods: map[string]*netlab.Pod{}, services: map[string]*netlab.Service{}}
 	b.peer = peer.Build(t)
 
 	// Data plane.
@@ -197,17 +179,22 @@ func startBed(t testing.TB, opt options) *bed {
 
 	// Sinks and collectors.
 	b.ch = chserver.Start(t, chserver.Options{})
-	ipfixEndpoint := ""
+	sinks := gatewaySinks{clickhouse: b.ch.Endpoint()}
 	if opt.ipfix {
-		b.ipfix = ipfixcollector.Start(t, ipfixcollector.Options{})
-		ipfixEndpoint = forward(t, b.ipfix)
+		col := ipfixcollector.Start(t, ipfixcollector.Options{})
+		b.ipfix = newIPFIXSink(t, col)
+		sinks.ipfix = forward(t, col)
+	}
+	if opt.otlp {
+		b.otlp = startOTLPSink(t)
+		sinks.otlp = b.otlp.endpoint
 	}
 	dir := t.TempDir()
 	var gatewayEndpoints []string
 	for i := range opt.gateways {
 		port := freePort(t)
 		g := startCollector(t, ctx, collector.Options{Name: fmt.Sprintf("gateway-%d", i), Binary: gatewayBin, Dir: dir,
-			Config: gatewayConfig(port, b.ch.Endpoint(), ipfixEndpoint)})
+			Config: gatewayConfig(port, sinks)})
 		b.gateways = append(b.gateways, g)
 		gatewayEndpoints = append(gatewayEndpoints, fmt.Sprintf("127.0.0.1:%d", port))
 	}
@@ -273,12 +260,19 @@ const telemetry = `
                 port: METRICS_PORT
 `
 
-func gatewayConfig(otlpPort int, clickhouseEndpoint, ipfixEndpoint string) string {
-	exporters := "[clickhouse_flows]"
-	ipfix := ""
-	if ipfixEndpoint != "" {
-		exporters = "[clickhouse_flows, ipfix]"
-		ipfix = fmt.Sprintf("  ipfix: {endpoint: %q, cluster_uuid: 0b0c0d0e-0000-4000-8000-000000000001}\n", ipfixEndpoint)
+// gatewaySinks are the endpoints a gateway exports to; empty: not exported.
+type gatewaySinks struct{ clickhouse, ipfix, otlp string }
+
+func gatewayConfig(otlpPort int, sinks gatewaySinks) string {
+	exporters := []string{"clickhouse_flows"}
+	var extra strings.Builder
+	if sinks.ipfix != "" {
+		exporters = append(exporters, "ipfix")
+		fmt.Fprintf(&extra, "  ipfix: {endpoint: %q, cluster_uuid: 0b0c0d0e-0000-4000-8000-000000000001}\n", sinks.ipfix)
+	}
+	if sinks.otlp != "" {
+		exporters = append(exporters, "otlp")
+		fmt.Fprintf(&extra, "  otlp: {endpoint: %q, tls: {insecure: true}}\n", sinks.otlp)
 	}
 	return fmt.Sprintf(`
 extensions:
@@ -296,8 +290,8 @@ exporters:
 %sservice:
   extensions: [health_check]
   pipelines:
-    logs: {receivers: [otlp], processors: [flow_correlation], exporters: %s}
-`+telemetry, otlpPort, clickhouseEndpoint, ipfix, exporters)
+    logs: {receivers: [otlp], processors: [flow_correlation], exporters: [%s]}
+`+telemetry, otlpPort, sinks.clickhouse, extra.String(), strings.Join(exporters, ", "))
 }
 
 func nodeConfig(n *netlab.Node, kubeconfig string, gateways []string, opt options) string {
@@ -428,7 +422,7 @@ func readRows(conn clickhouse.Conn, c Case) ([]Row, error) {
 		sourcePodName, sourceNodeName, sourceEndpointKind, destinationPodName, destinationNodeName, destinationEndpointKind,
 		destinationServicePortName, correlationState, octetTotalCount, reverseOctetTotalCount,
 		packetTotalCount, reversePacketTotalCount, proxySnatIP, proxySnatPort
-		FROM flowtel_e2e.flows WHERE sourceTransportPort = ? AND protocolIdentifier = ? ORDER BY flowEndSeconds, timeInserted`, c.Sport, proto)
+		FROM flowtel_e2e.flows WHERE sourceTransportPort = ? AND protocolIdentifier = ? ORDER BY flowEndSeconds, octetTotalCount, reverseOctetTotalCount, timeInserted`, c.Sport, proto)
 	if err != nil {
 		return nil, err
 	}
@@ -452,4 +446,70 @@ func freePort(t testing.TB) int {
 	p, err := collector.FreePort()
 	require.NoError(t, err)
 	return p
+}
+
+// checkSinks compares, for every case, the final record at the IPFIX and OTLP
+// sinks with the final ClickHouse row (check must have passed): the same flow
+// type, Pods, Nodes, Service, addresses and counters. At the OTLP sink, which
+// carries the correlation state, a case that pairs has no other state.
+func (b *bed) checkSinks(t *testing.T, cases []Case, timeout time.Duration) {
+	t.Helper()
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{b.ch.Addr()}})
+	require.NoError(t, err)
+	defer conn.Close()
+	want := map[string]Row{}
+	for _, c := range cases {
+		rows, err := readRows(conn, c)
+		require.NoError(t, err)
+		require.NotEmpty(t, rows, c.Name)
+		want[c.Name] = rows[len(rows)-1]
+	}
+	type sink struct {
+		name    string
+		records func() ([]sinkRecord, error)
+	}
+	var sinks []sink
+	if b.ipfix != nil {
+		sinks = append(sinks, sink{"IPFIX", func() ([]sinkRecord, error) { return b.ipfix.Records(), nil }})
+	}
+	if b.otlp != nil {
+		sinks = append(sinks, sink{"OTLP", b.otlp.Records})
+	}
+	for _, s := range sinks {
+		deadline := time.Now().Add(timeout)
+		var last map[string][]string
+		for {
+			recs, err := s.records()
+			require.NoError(t, err)
+			last = map[string][]string{}
+			for _, c := range cases {
+				r, _, ok := final(recs, c)
+				if !ok {
+					last[c.Name] = []string{"no record"}
+					continue
+				}
+				bad := r.sameAs(want[c.Name])
+				if r.kindsKnown && c.Expect.CorrelationState == "paired" {
+					for _, o := range recs {
+						if o.SourcePort == c.Sport && o.Protocol == c.protocol() && o.CorrelationState != "paired" {
+							bad = append(bad, fmt.Sprintf("a %q record besides the paired chain", o.CorrelationState))
+						}
+					}
+				}
+				if len(bad) > 0 {
+					last[c.Name] = bad
+				}
+			}
+			if len(last) == 0 || time.Now().After(deadline) {
+				t.Logf("%s sink: %d records; %d of %d cases as in ClickHouse", s.name, len(recs), len(cases)-len(last), len(cases))
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		for _, c := range cases {
+			if bad, ok := last[c.Name]; ok {
+				t.Errorf("%s sink, %s: %s", s.name, c.Name, strings.Join(bad, "; "))
+			}
+		}
+	}
 }
