@@ -9,8 +9,9 @@ import (
 // Block is a batch of rows held column by column, so one INSERT appends each
 // column to the driver as a single slice (no per-value reflection).
 type Block struct {
-	cols []buffer
-	rows int
+	cols  []buffer
+	rows  int
+	texts texts
 }
 
 type buffer struct {
@@ -23,7 +24,7 @@ type buffer struct {
 
 // NewBlock returns an empty block with room for capacity rows.
 func NewBlock(capacity int) *Block {
-	b := &Block{cols: make([]buffer, len(Columns))}
+	b := &Block{cols: make([]buffer, len(Columns)), texts: newTexts()}
 	for i, c := range Columns {
 		buf := &b.cols[i]
 		switch c.kind {
@@ -35,7 +36,7 @@ func NewBlock(capacity int) *Block {
 			buf.u16 = make([]uint16, 0, capacity)
 		case kindUInt64:
 			buf.u64 = make([]uint64, 0, capacity)
-		case kindString:
+		case kindString, kindAddr, kindLabels:
 			buf.str = make([]string, 0, capacity)
 		}
 	}
@@ -61,12 +62,17 @@ func (b *Block) Add(row *Row) {
 			buf.u64 = append(buf.u64, c.u64(row))
 		case kindString:
 			buf.str = append(buf.str, c.str(row))
+		case kindAddr:
+			buf.str = append(buf.str, b.texts.addr(c.addr(row)))
+		case kindLabels:
+			buf.str = append(buf.str, b.texts.podLabels(c.labs(row)))
 		}
 	}
 	b.rows++
 }
 
-// Reset empties the block, keeping its memory.
+// Reset empties the block, keeping its memory (and its cache of address and
+// label strings, for the next batch).
 func (b *Block) Reset() {
 	for i := range b.cols {
 		buf := &b.cols[i]
@@ -91,7 +97,7 @@ func (b *Block) AppendTo(batch driver.Batch) error {
 			v = buf.u16
 		case kindUInt64:
 			v = buf.u64
-		case kindString:
+		case kindString, kindAddr, kindLabels:
 			v = buf.str
 		}
 		if err := batch.Column(i).Append(v); err != nil {

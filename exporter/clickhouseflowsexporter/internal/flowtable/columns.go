@@ -5,7 +5,6 @@
 package flowtable
 
 import (
-	"encoding/json"
 	"math"
 	"net/netip"
 	"time"
@@ -22,6 +21,8 @@ const (
 	kindUInt16             // UInt16
 	kindUInt64             // UInt64
 	kindString             // String
+	kindAddr               // String: an address in textual form
+	kindLabels             // String: Pod labels as JSON
 )
 
 // Row is what one table row is made from: the record and the cluster UUID
@@ -45,6 +46,8 @@ type Column struct {
 	u16  func(*Row) uint16
 	u64  func(*Row) uint64
 	str  func(*Row) string
+	addr func(*Row) netip.Addr
+	labs func(*Row) map[string]string
 }
 
 func timeCol(name string, f func(*Row) time.Time) Column {
@@ -61,6 +64,13 @@ func u64Col(name string, f func(*Row) uint64) Column {
 }
 func strCol(name string, f func(*Row) string) Column {
 	return Column{Name: name, Type: "String", kind: kindString, str: f}
+}
+
+func addrCol(name string, f func(*Row) netip.Addr) Column {
+	return Column{Name: name, Type: "String", kind: kindAddr, addr: f}
+}
+func labelsCol(name string, f func(*Row) map[string]string) Column {
+	return Column{Name: name, Type: "String", kind: kindLabels, labs: f}
 }
 
 func flowtel(cs ...Column) []Column {
@@ -87,8 +97,8 @@ func buildColumns() []Column {
 		timeCol("flowEndSecondsFromSourceNode", endFromSourceNode),
 		timeCol("flowEndSecondsFromDestinationNode", endFromDestinationNode),
 		u8Col("flowEndReason", func(r *Row) uint8 { return uint8(r.Record.EndReason) }),
-		strCol("sourceIP", func(r *Row) string { return addr(r.Record.Source.Address) }),
-		strCol("destinationIP", func(r *Row) string { return addr(r.Record.Destination.Address) }),
+		addrCol("sourceIP", func(r *Row) netip.Addr { return r.Record.Source.Address }),
+		addrCol("destinationIP", func(r *Row) netip.Addr { return r.Record.Destination.Address }),
 		u16Col("sourceTransportPort", func(r *Row) uint16 { return r.Record.Source.Port }),
 		u16Col("destinationTransportPort", func(r *Row) uint16 { return r.Record.Destination.Port }),
 		u8Col("protocolIdentifier", func(r *Row) uint8 { return r.Record.Protocol }),
@@ -102,7 +112,7 @@ func buildColumns() []Column {
 		strCol("destinationPodName", func(r *Row) string { return dst(r).PodName }),
 		strCol("destinationPodNamespace", func(r *Row) string { return dst(r).Namespace }),
 		strCol("destinationNodeName", func(r *Row) string { return dst(r).NodeName }),
-		strCol("destinationClusterIP", func(r *Row) string { return addr(r.Record.Service.Address) }),
+		addrCol("destinationClusterIP", func(r *Row) netip.Addr { return r.Record.Service.Address }),
 		u16Col("destinationServicePort", func(r *Row) uint16 { return r.Record.Service.Port }),
 		strCol("destinationServicePortName", func(r *Row) string { return r.Record.Service.PortName }),
 	)
@@ -111,8 +121,8 @@ func buildColumns() []Column {
 	add(
 		strCol("tcpState", func(r *Row) string { return r.Record.TCPState }),
 		u8Col("flowType", func(r *Row) uint8 { return uint8(r.Record.FlowType) }),
-		strCol("sourcePodLabels", func(r *Row) string { return labels(src(r).PodLabels) }),
-		strCol("destinationPodLabels", func(r *Row) string { return labels(dst(r).PodLabels) }),
+		labelsCol("sourcePodLabels", func(r *Row) map[string]string { return src(r).PodLabels }),
+		labelsCol("destinationPodLabels", func(r *Row) map[string]string { return dst(r).PodLabels }),
 		u64Col("throughput", aggU64(func(a *flowrecord.Aggregation) uint64 { return a.Throughput })),
 		u64Col("reverseThroughput", aggU64(func(a *flowrecord.Aggregation) uint64 { return a.ReverseThroughput })),
 		u64Col("throughputFromSourceNode", aggU64(func(a *flowrecord.Aggregation) uint64 { return a.ThroughputFromSource })),
@@ -121,7 +131,7 @@ func buildColumns() []Column {
 		u64Col("reverseThroughputFromDestinationNode", aggU64(func(a *flowrecord.Aggregation) uint64 { return a.ReverseThroughputFromDestination })),
 		strCol("clusterUUID", func(r *Row) string { return r.ClusterUUID }),
 		strCol("egressName", func(r *Row) string { return r.Record.Egress.Name }),
-		strCol("egressIP", func(r *Row) string { return addr(r.Record.Egress.Address) }),
+		addrCol("egressIP", func(r *Row) netip.Addr { return r.Record.Egress.Address }),
 		strCol("egressNodeName", func(r *Row) string { return r.Record.Egress.NodeName }),
 	)
 
@@ -130,11 +140,11 @@ func buildColumns() []Column {
 	add(endpointCols("source", src)...)
 	add(endpointCols("destination", dst)...)
 	add(flowtel(
-		strCol("originalDestinationIP", func(r *Row) string { return addr(r.Record.OriginalDestinationAddress) }),
+		addrCol("originalDestinationIP", func(r *Row) netip.Addr { return r.Record.OriginalDestinationAddress }),
 		u16Col("originalDestinationPort", func(r *Row) uint16 { return r.Record.OriginalDestinationPort }),
 		strCol("destinationServiceUID", func(r *Row) string { return r.Record.Service.UID }),
-		strCol("destinationServiceIP", func(r *Row) string { return addr(r.Record.Service.Address) }),
-		strCol("proxySnatIP", func(r *Row) string { return addr(r.Record.ProxySNATAddress) }),
+		addrCol("destinationServiceIP", func(r *Row) netip.Addr { return r.Record.Service.Address }),
+		addrCol("proxySnatIP", func(r *Row) netip.Addr { return r.Record.ProxySNATAddress }),
 		u16Col("proxySnatPort", func(r *Row) uint16 { return r.Record.ProxySNATPort }),
 		strCol("correlationState", func(r *Row) string { return r.Record.Correlation.String() }),
 	)...)
@@ -209,30 +219,6 @@ func aggU64(get func(*flowrecord.Aggregation) uint64) func(*Row) uint64 {
 		}
 		return 0
 	}
-}
-
-// addr is an address in Antrea's textual form, "" when unset.
-func addr(a netip.Addr) string {
-	if !a.IsValid() {
-		return ""
-	}
-	return a.String()
-}
-
-// labels is Antrea's label encoding: a JSON object ({} for a Pod without
-// labels), "" when labels were not collected.
-func labels(m map[string]string) string {
-	if m == nil {
-		return ""
-	}
-	if len(m) == 0 {
-		return "{}"
-	}
-	b, err := json.Marshal(m) // sorted keys, as Antrea's encoding/json output
-	if err != nil {
-		return ""
-	}
-	return string(b)
 }
 
 // seconds is t as DateTime seconds, clamped to DateTime's range; the zero time is 0.
