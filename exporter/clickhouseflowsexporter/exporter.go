@@ -16,7 +16,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
-	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
 // flowsExporter writes flow records into the flows table.
@@ -282,61 +281,46 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		e.tel.recordInsertFailed(ctx, n, prepareReason(err))
 		return err
 	}
-	block := e.blocks.Get().(*flowtable.Block)
-	defer func() { block.Reset(); e.blocks.Put(block) }()
-
-	var rec flowrecord.Record
-	var bad int
-	var firstErr error
-	rls := ld.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		rl := rls.At(i)
-		cluster := e.cfg.ClusterUUID
-		if cluster == "" {
-			if v, ok := rl.Resource().Attributes().Get(flowrecord.ResourceClusterUID); ok {
-				cluster = v.AsString()
-			}
+	blocks, bad, firstErr := e.buildBlocks(ld, n)
+	defer func() {
+		for _, b := range blocks {
+			b.Reset()
+			e.blocks.Put(b)
 		}
-		row := flowtable.Row{Record: &rec, ClusterUUID: cluster}
-		sls := rl.ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				if err := flowrecord.Decode(lrs.At(k), &rec); err != nil {
-					bad++
-					if firstErr == nil {
-						firstErr = err
-					}
-					continue
-				}
-				block.Add(&row)
-			}
-		}
-	}
+	}()
 	if bad > 0 {
 		e.tel.recordFailed(ctx, bad, reasonDecode)
 		e.logger.Warn("Skipped log records that are not valid flow records", zap.Int("skipped", bad), zap.Error(firstErr))
 	}
-	if block.Len() == 0 {
+	rows := 0
+	for _, b := range blocks {
+		rows += b.Len()
+	}
+	if rows == 0 {
 		return nil
 	}
-	if err := e.insert(ctx, block); err != nil {
-		e.tel.recordInsertFailed(ctx, block.Len(), insertReason(err))
-		return fmt.Errorf("clickhouse_flows: insert of %d rows into %s: %w", block.Len(), e.table, err)
+	if err := e.insert(ctx, blocks); err != nil {
+		e.tel.recordInsertFailed(ctx, rows, insertReason(err))
+		return fmt.Errorf("clickhouse_flows: insert of %d rows into %s: %w", rows, e.table, err)
 	}
-	e.tel.written.Add(ctx, int64(block.Len()))
+	e.tel.written.Add(ctx, int64(rows))
 	e.tel.inserts.Add(ctx, 1)
 	return nil
 }
 
-func (e *flowsExporter) insert(ctx context.Context, block *flowtable.Block) error {
+// insert writes the blocks, in order, as one INSERT of one data block: the
+// server commits all of its rows or none (several data blocks would not be
+// atomic: the server commits those received when the connection closes).
+func (e *flowsExporter) insert(ctx context.Context, blocks []*flowtable.Block) error {
 	batch, err := e.conn.PrepareBatch(ctx, e.insertSQL)
 	if err != nil {
 		return err
 	}
-	if err := block.AppendTo(batch); err != nil {
-		_ = batch.Abort()
-		return err
+	for _, block := range blocks {
+		if err := block.AppendTo(batch); err != nil {
+			_ = batch.Abort()
+			return err
+		}
 	}
 	return batch.Send()
 }

@@ -1,0 +1,97 @@
+package clickhouseflowsexporter
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
+	"github.com/flowtel/flowtel/testbed/chserver"
+)
+
+// unevenLogs is n records spread over resource and scope logs of uneven
+// sizes (including empty ones), every seventh record invalid; it returns the
+// number of valid records.
+func unevenLogs(n int) (plog.Logs, int) {
+	ld := plog.NewLogs()
+	good, i := 0, 0
+	for r := 0; i < n; r++ {
+		rl := ld.ResourceLogs().AppendEmpty()
+		rl.Resource().Attributes().PutStr("k8s.cluster.uid", fmt.Sprintf("c%d", r))
+		for s := 0; s < r%4 && i < n; s++ {
+			lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
+			for range min(n-i, (r*37+s*11)%300) {
+				if i%7 == 3 {
+					lrs.AppendEmpty().Attributes().PutStr("source.address", "not-an-ip")
+				} else {
+					one := logsOf("", streamBatch(i, 1)...)
+					one.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).CopyTo(lrs.AppendEmpty())
+					good++
+				}
+				i++
+			}
+		}
+	}
+	return ld, good
+}
+
+// Any split of a batch into consecutive shares builds every record exactly
+// once: the shares' rows and skipped records add up to the whole.
+func TestFillBlockShares(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Endpoint = "tcp://127.0.0.1:9000" // not dialled
+	e, err := newFlowsExporter(cfg, componenttest.NewNopTelemetrySettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld, good := unevenLogs(5000)
+	n := ld.LogRecordCount()
+	if n != 5000 {
+		t.Fatalf("built %d records, want 5000", n)
+	}
+	for _, shares := range []int{1, 2, 3, 7, 64} {
+		rows, bad := 0, 0
+		for w := range shares {
+			block := flowtable.NewBlock(16)
+			b, _ := e.fillBlock(block, ld, w*n/shares, (w+1)*n/shares)
+			rows += block.Len()
+			bad += b
+		}
+		if rows != good || bad != n-good {
+			t.Errorf("%d shares: %d rows and %d skipped, want %d and %d", shares, rows, bad, good, n-good)
+		}
+	}
+}
+
+// A batch large enough to be built on several goroutines is written whole:
+// every valid record once, the invalid ones counted.
+func TestLargeBatchWrittenOnce(t *testing.T) {
+	srv := chserver.Start(t, chserver.Options{})
+	cfg := testConfig(srv, "large")
+	e, err := newFlowsExporter(cfg, componenttest.NewNopTelemetrySettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.start(ctx, componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.shutdown(ctx) })
+	ld, good := unevenLogs(3*minRowsPerWorker + 123)
+	if err := e.pushLogs(ctx, ld); err != nil {
+		t.Fatal(err)
+	}
+	conn := client(t, srv)
+	if n := count(t, conn, "SELECT count() FROM large.flows"); n != uint64(good) {
+		t.Errorf("%d rows, want %d", n, good)
+	}
+	if n := count(t, conn, "SELECT uniqExact(sourcePodName) FROM large.flows"); n != uint64(good) {
+		t.Errorf("%d distinct records, want %d", n, good)
+	}
+	if n := count(t, conn, "SELECT uniqExact(clusterUUID) FROM large.flows"); n < 2 {
+		t.Errorf("%d cluster UUIDs, want the resources' several", n)
+	}
+}
