@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -46,6 +44,8 @@ type bed struct {
 	services map[string]*netlab.Service
 	ch       *chserver.Server
 	gateways []*collector.Process
+	// gatewayOptions start gateway i again on the same ports (fault tests)
+	gatewayOptions []collector.Options
 	nodes    []*collector.Process
 	peer     string // flowpeer binary
 }
@@ -182,8 +182,9 @@ func startBed(t testing.TB, opt options) *bed {
 	sinks := gatewaySinks{clickhouse: b.ch.Endpoint()}
 	if opt.ipfix {
 		col := ipfixcollector.Start(t, ipfixcollector.Options{})
-		b.ipfix = newIPFIXSink(t, col)
-		sinks.ipfix = forward(t, col)
+		br := startBridge(t, col)
+		b.ipfix = newIPFIXSink(t, col, br)
+		sinks.ipfix = br.addr
 	}
 	if opt.otlp {
 		b.otlp = startOTLPSink(t)
@@ -193,49 +194,28 @@ func startBed(t testing.TB, opt options) *bed {
 	var gatewayEndpoints []string
 	for i := range opt.gateways {
 		port := freePort(t)
-		g := startCollector(t, ctx, collector.Options{Name: fmt.Sprintf("gateway-%d", i), Binary: gatewayBin, Dir: dir,
+		g, o := startCollector(t, ctx, collector.Options{Name: fmt.Sprintf("gateway-%d", i), Binary: gatewayBin, Dir: dir,
 			Config: gatewayConfig(port, sinks)})
 		b.gateways = append(b.gateways, g)
+		b.gatewayOptions = append(b.gatewayOptions, o)
 		gatewayEndpoints = append(gatewayEndpoints, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	for _, n := range b.lab.Nodes {
-		p := startCollector(t, ctx, collector.Options{Name: n.Name, Binary: nodeBin, Dir: dir,
+		p, _ := startCollector(t, ctx, collector.Options{Name: n.Name, Binary: nodeBin, Dir: dir,
 			Config: nodeConfig(n, kubeconfig, gatewayEndpoints, opt)})
 		b.nodes = append(b.nodes, p)
 	}
 	return b
 }
 
-// forward bridges 127.0.0.1 in the test's namespace to the IPFIX collector in
-// its own namespace (its API port is fixed, so it cannot share ours), so the
-// gateway collectors reach it without any address outside test namespaces.
-func forward(t testing.TB, col *ipfixcollector.Collector) string {
+// startCollector starts a collector on free health and telemetry ports, stops
+// it when the test ends, and returns the options that start it again as it is.
+func startCollector(t testing.TB, ctx context.Context, o collector.Options) (*collector.Process, collector.Options) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := col.Netns().DialContext(context.Background(), "tcp", col.Endpoint())
-			if err != nil {
-				in.Close()
-				continue
-			}
-			go func() { _, _ = io.Copy(out, in); out.Close() }()
-			go func() { _, _ = io.Copy(in, out); in.Close() }()
-		}
-	}()
-	return ln.Addr().String()
-}
-
-func startCollector(t testing.TB, ctx context.Context, o collector.Options) *collector.Process {
-	t.Helper()
-	o.HealthPort, o.MetricsPort = freePort(t), freePort(t)
-	o.Config = strings.NewReplacer("HEALTH_PORT", fmt.Sprint(o.HealthPort), "METRICS_PORT", fmt.Sprint(o.MetricsPort)).Replace(o.Config)
+	if o.HealthPort == 0 {
+		o.HealthPort, o.MetricsPort = freePort(t), freePort(t)
+		o.Config = strings.NewReplacer("HEALTH_PORT", fmt.Sprint(o.HealthPort), "METRICS_PORT", fmt.Sprint(o.MetricsPort)).Replace(o.Config)
+	}
 	p, err := collector.Start(ctx, o)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -246,7 +226,7 @@ func startCollector(t testing.TB, ctx context.Context, o collector.Options) *col
 			t.Logf("%s log:\n%s", o.Name, p.LogTail(60))
 		}
 	})
-	return p
+	return p, o
 }
 
 const telemetry = `

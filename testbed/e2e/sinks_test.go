@@ -148,6 +148,7 @@ func fromFlowRecord(r *flowrecord.Record) sinkRecord {
 // sink polls it often and keeps what it saw.
 type ipfixSink struct {
 	col  *ipfixcollector.Collector
+	br   *bridge
 	stop chan struct{}
 	done chan struct{}
 
@@ -157,8 +158,8 @@ type ipfixSink struct {
 	paused bool
 }
 
-func newIPFIXSink(t testing.TB, col *ipfixcollector.Collector) *ipfixSink {
-	s := &ipfixSink{col: col, stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
+func newIPFIXSink(t testing.TB, col *ipfixcollector.Collector, br *bridge) *ipfixSink {
+	s := &ipfixSink{col: col, br: br, stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
 	go s.poll()
 	t.Cleanup(func() { close(s.stop); <-s.done })
 	return s
@@ -208,19 +209,27 @@ func (s *ipfixSink) Records() []sinkRecord {
 	return append([]sinkRecord(nil), s.recs...)
 }
 
-// restart stops the collector and starts it again with an empty store, after
-// taking every record it decoded: the sink stops polling while it is down.
+// restart stops the collector mid-flow and starts it again with an empty
+// store. The sink must not lose sight of what the collector decoded before it
+// went down: the bridge stops handing it bytes, the collector gets time to
+// decode what it has, the sink takes all of it, and only then does the bridge
+// drop the gateways' connections (counting what TCP had acknowledged) and the
+// collector stop. New connections are refused until it is back.
 func (s *ipfixSink) restart(t testing.TB, down time.Duration) {
+	s.br.pause()
+	time.Sleep(500 * time.Millisecond)
 	s.collect()
 	s.mu.Lock()
 	s.paused = true
 	s.mu.Unlock()
+	s.br.cut()
 	s.col.Stop()
 	time.Sleep(down)
 	s.col.Restart(t)
 	s.mu.Lock()
 	s.paused = false
 	s.mu.Unlock()
+	s.br.restore()
 }
 
 // otlpSink is an OTLP/gRPC receiver in the test process: what a gateway's
