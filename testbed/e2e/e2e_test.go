@@ -46,8 +46,8 @@ type bed struct {
 	gateways []*collector.Process
 	// gatewayOptions start gateway i again on the same ports (fault tests)
 	gatewayOptions []collector.Options
-	nodes    []*collector.Process
-	peer     string // flowpeer binary
+	nodes          []*collector.Process
+	peer           string // flowpeer binary
 }
 
 // TestScenarios runs every case of Cases() through the whole product and reads
