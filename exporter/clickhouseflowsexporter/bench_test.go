@@ -1,7 +1,12 @@
 package clickhouseflowsexporter
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -60,7 +65,7 @@ func BenchmarkInsert(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpu0 := time.Now(), processCPU(b)
+	start, cpu0, srv0 := time.Now(), processCPU(b), serverCPU(b, srv)
 	sent := 0
 	for i := range work {
 		if err := exp.ConsumeLogs(ctx, work[i]); err != nil {
@@ -77,6 +82,7 @@ func BenchmarkInsert(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(sent)/elapsed.Seconds(), "rows/s")
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(sent), "cpu-ns/row")
+	b.ReportMetric(float64(serverCPU(b, srv)-srv0)/float64(sent), "server-cpu-ns/row")
 	b.ReportMetric(float64(metricSum(b, tt, "flowtel.clickhouse_flows.inserts", "")), "inserts")
 }
 
@@ -100,7 +106,7 @@ func BenchmarkPushBatch(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU(b)
+	cpu0, srv0 := processCPU(b), serverCPU(b, srv)
 	for range b.N {
 		if err := e.pushLogs(ctx, ld); err != nil {
 			b.Fatal(err)
@@ -108,6 +114,7 @@ func BenchmarkPushBatch(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*defaultMinRows)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N*defaultMinRows), "cpu-ns/row")
+	b.ReportMetric(float64(serverCPU(b, srv)-srv0)/float64(b.N*defaultMinRows), "server-cpu-ns/row")
 }
 
 // processCPU is the CPU time (user and system, all threads, GC included) this
@@ -141,4 +148,33 @@ func BenchmarkBuildRow(b *testing.B) {
 			block.Reset()
 		}
 	}
+}
+
+// serverCPU is the CPU time srv's clickhouse-server process has used (a child
+// of this process, found through /proc), so that a benchmark can show how the
+// cost of a row splits between the exporter and the server on shared cores.
+func serverCPU(b *testing.B, srv *chserver.Server) time.Duration {
+	const ticksPerSecond = 100 // USER_HZ; /proc/<pid>/stat counts in these
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, f := range tasks {
+		children, _ := os.ReadFile(f)
+		for _, pid := range strings.Fields(string(children)) {
+			cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+			if !bytes.Contains(cmdline, []byte(srv.Dir)) {
+				continue
+			}
+			stat, err := os.ReadFile("/proc/" + pid + "/stat")
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Fields after the parenthesised command name: utime is the
+			// 12th, stime the 13th.
+			fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+			utime, _ := strconv.ParseInt(fields[11], 10, 64)
+			stime, _ := strconv.ParseInt(fields[12], 10, 64)
+			return time.Duration(utime+stime) * time.Second / ticksPerSecond
+		}
+	}
+	b.Fatalf("no clickhouse-server process for %s among this process's children", srv.Dir)
+	return 0
 }

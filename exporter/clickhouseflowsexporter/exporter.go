@@ -281,46 +281,38 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		e.tel.recordInsertFailed(ctx, n, prepareReason(err))
 		return err
 	}
-	blocks, bad, firstErr := e.buildBlocks(ld, n)
-	defer func() {
-		for _, b := range blocks {
-			b.Reset()
-			e.blocks.Put(b)
-		}
-	}()
+	block := e.blocks.Get().(*flowtable.Block)
+	defer func() { block.Reset(); e.blocks.Put(block) }()
+	bad, firstErr := e.fillBlock(block, ld)
 	if bad > 0 {
 		e.tel.recordFailed(ctx, bad, reasonDecode)
 		e.logger.Warn("Skipped log records that are not valid flow records", zap.Int("skipped", bad), zap.Error(firstErr))
 	}
-	rows := 0
-	for _, b := range blocks {
-		rows += b.Len()
-	}
-	if rows == 0 {
+	if block.Len() == 0 {
 		return nil
 	}
-	if err := e.insert(ctx, blocks); err != nil {
-		e.tel.recordInsertFailed(ctx, rows, insertReason(err))
-		return fmt.Errorf("clickhouse_flows: insert of %d rows into %s: %w", rows, e.table, err)
+	if err := e.insert(ctx, block); err != nil {
+		e.tel.recordInsertFailed(ctx, block.Len(), insertReason(err))
+		return fmt.Errorf("clickhouse_flows: insert of %d rows into %s: %w", block.Len(), e.table, err)
 	}
-	e.tel.written.Add(ctx, int64(rows))
+	e.tel.written.Add(ctx, int64(block.Len()))
 	e.tel.inserts.Add(ctx, 1)
 	return nil
 }
 
-// insert writes the blocks, in order, as one INSERT of one data block: the
-// server commits all of its rows or none (several data blocks would not be
-// atomic: the server commits those received when the connection closes).
-func (e *flowsExporter) insert(ctx context.Context, blocks []*flowtable.Block) error {
+// insert writes the block as one INSERT of one data block, which the server
+// commits whole or not at all. (Sending it as several data blocks with
+// batch.Flush would let the driver reuse its column buffers, but is not
+// atomic: ClickHouse commits the blocks it has received when the connection
+// closes, e.g. on a timeout, and the retry would duplicate them.)
+func (e *flowsExporter) insert(ctx context.Context, block *flowtable.Block) error {
 	batch, err := e.conn.PrepareBatch(ctx, e.insertSQL)
 	if err != nil {
 		return err
 	}
-	for _, block := range blocks {
-		if err := block.AppendTo(batch); err != nil {
-			_ = batch.Abort()
-			return err
-		}
+	if err := block.AppendTo(batch); err != nil {
+		_ = batch.Abort()
+		return err
 	}
 	return batch.Send()
 }

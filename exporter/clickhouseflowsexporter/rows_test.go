@@ -8,7 +8,6 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
@@ -38,37 +37,10 @@ func unevenLogs(n int) (plog.Logs, int) {
 	return ld, good
 }
 
-// Any split of a batch into consecutive shares builds every record exactly
-// once: the shares' rows and skipped records add up to the whole.
-func TestFillBlockShares(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.Endpoint = "tcp://127.0.0.1:9000" // not dialled
-	e, err := newFlowsExporter(cfg, componenttest.NewNopTelemetrySettings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ld, good := unevenLogs(5000)
-	n := ld.LogRecordCount()
-	if n != 5000 {
-		t.Fatalf("built %d records, want 5000", n)
-	}
-	for _, shares := range []int{1, 2, 3, 7, 64} {
-		rows, bad := 0, 0
-		for w := range shares {
-			block := flowtable.NewBlock(16)
-			b, _ := e.fillBlock(block, ld, w*n/shares, (w+1)*n/shares)
-			rows += block.Len()
-			bad += b
-		}
-		if rows != good || bad != n-good {
-			t.Errorf("%d shares: %d rows and %d skipped, want %d and %d", shares, rows, bad, good, n-good)
-		}
-	}
-}
-
-// A batch large enough to be built on several goroutines is written whole:
-// every valid record once, the invalid ones counted.
-func TestLargeBatchWrittenOnce(t *testing.T) {
+// A default-sized batch spread over many resource and scope logs of uneven
+// sizes, with invalid records among them, is written whole: every valid
+// record once, with its own resource's cluster UUID.
+func TestUnevenBatchWrittenOnce(t *testing.T) {
 	srv := chserver.Start(t, chserver.Options{})
 	cfg := testConfig(srv, "large")
 	e, err := newFlowsExporter(cfg, componenttest.NewNopTelemetrySettings())
@@ -80,7 +52,7 @@ func TestLargeBatchWrittenOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.shutdown(ctx) })
-	ld, good := unevenLogs(3*minRowsPerWorker + 123)
+	ld, good := unevenLogs(defaultMinRows)
 	if err := e.pushLogs(ctx, ld); err != nil {
 		t.Fatal(err)
 	}
