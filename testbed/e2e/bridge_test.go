@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -14,32 +17,52 @@ import (
 
 // bridge joins 127.0.0.1 in the test's namespace to the IPFIX collector in its
 // own namespace (its API port is fixed, so it cannot share ours), so the
-// gateways reach it without any address outside test namespaces.
+// gateways reach it without any address outside test namespaces. It forwards
+// whole IPFIX messages.
 //
 // For the collector-restart fault it stands in for the collector host's TCP
-// stack: pause stops handing bytes on, and reset drops the gateways'
-// connections the way a dying collector does, counting the bytes that TCP had
-// already acknowledged to a gateway but the collector never read. No IPFIX
-// exporter can know of those (IPFIX has no acknowledgement of its own).
+// stack: pause stops handing messages on (between two messages), and cut drops
+// the gateways' connections the way a dying collector does. The messages TCP
+// had already acknowledged to a gateway that the collector never got are
+// decoded with the templates seen on the connection, so the test knows which
+// records they held: no IPFIX exporter can know of those (IPFIX has no
+// acknowledgement of its own).
 type bridge struct {
 	addr string
 	col  *ipfixcollector.Collector
 
-	mu        sync.Mutex
-	paused    bool
-	down      bool          // refuse new connections (the collector is down)
-	resume    chan struct{} // closed when a pause ends
-	links     map[*link]bool
-	discarded int64 // acknowledged to a gateway, never handed to the collector
+	mu       sync.Mutex
+	paused   bool
+	resume   chan struct{} // closed when a pause ends
+	down     bool          // refuse new connections (the collector is down)
+	links    map[*link]bool
+	lost     int             // data records acknowledged, never handed on
+	lostFlow map[flowID]bool // their protocol and source port
+	partial  int             // bytes of messages cut short
 }
 
-type link struct{ in, out net.Conn }
+type flowID struct {
+	proto uint8
+	sport uint16
+}
+
+type link struct {
+	in, out   net.Conn
+	done      chan struct{}
+	templates map[uint16][]ipfixField
+}
+
+type ipfixField struct {
+	id         uint16
+	length     uint16
+	enterprise uint32
+}
 
 func startBridge(t testing.TB, col *ipfixcollector.Collector) *bridge {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	b := &bridge{addr: ln.Addr().String(), col: col, links: map[*link]bool{}, resume: make(chan struct{})}
+	b := &bridge{addr: ln.Addr().String(), col: col, links: map[*link]bool{}, resume: make(chan struct{}), lostFlow: map[flowID]bool{}}
 	close(b.resume)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); b.reset(); wg.Wait() })
@@ -62,7 +85,7 @@ func startBridge(t testing.TB, col *ipfixcollector.Collector) *bridge {
 				in.Close() // the collector is down: the gateway sees its connection end
 				continue
 			}
-			l := &link{in: in, out: out}
+			l := &link{in: in, out: out, done: make(chan struct{}), templates: map[uint16][]ipfixField{}}
 			b.mu.Lock()
 			b.links[l] = true
 			b.mu.Unlock()
@@ -74,27 +97,31 @@ func startBridge(t testing.TB, col *ipfixcollector.Collector) *bridge {
 	return b
 }
 
-// forward copies a gateway's bytes to the collector, waiting while paused.
+// forward copies a gateway's messages to the collector, waiting while paused.
+// Once the link is cut, it reads on until the deadline cut set and accounts
+// for every message TCP acknowledged.
 func (b *bridge) forward(l *link) {
+	defer close(l.done)
 	defer b.drop(l)
-	buf := make([]byte, 32*1024)
 	for {
-		n, err := l.in.Read(buf)
-		if n > 0 {
-			b.mu.Lock()
-			resume := b.resume
-			b.mu.Unlock()
-			<-resume
-			if !b.alive(l) {
-				b.count(int64(n))
-				return
-			}
-			if _, werr := l.out.Write(buf[:n]); werr != nil {
-				b.count(int64(n))
-				return
-			}
-		}
+		msg, err := readMessage(l.in)
 		if err != nil {
+			b.mu.Lock()
+			b.partial += len(msg)
+			b.mu.Unlock()
+			return
+		}
+		l.learn(msg)
+		b.mu.Lock()
+		resume := b.resume
+		b.mu.Unlock()
+		<-resume
+		if !b.alive(l) {
+			b.lose(l, msg)
+			continue // drain: read what TCP acknowledged, until the deadline
+		}
+		if _, err := l.out.Write(msg); err != nil {
+			b.lose(l, msg)
 			return
 		}
 	}
@@ -102,19 +129,121 @@ func (b *bridge) forward(l *link) {
 
 // back copies the collector's bytes (none in IPFIX, but a close) to the gateway.
 func (b *bridge) back(l *link) {
-	defer b.drop(l)
 	buf := make([]byte, 4096)
 	for {
 		n, err := l.out.Read(buf)
 		if n > 0 {
 			if _, err := l.in.Write(buf[:n]); err != nil {
-				return
+				break
 			}
 		}
 		if err != nil {
-			return
+			break
 		}
 	}
+	if b.alive(l) {
+		b.drop(l)
+	}
+}
+
+// readMessage reads one IPFIX message; on error it returns what it read.
+func readMessage(r io.Reader) ([]byte, error) {
+	head := make([]byte, 16)
+	if n, err := io.ReadFull(r, head); err != nil {
+		return head[:n], err
+	}
+	if binary.BigEndian.Uint16(head) != 10 {
+		return head, errors.New("not an IPFIX message")
+	}
+	msg := make([]byte, binary.BigEndian.Uint16(head[2:]))
+	copy(msg, head)
+	if n, err := io.ReadFull(r, msg[16:]); err != nil {
+		return msg[:16+n], err
+	}
+	return msg, nil
+}
+
+// sets calls fn for each set of a message.
+func sets(msg []byte, fn func(id uint16, body []byte)) {
+	for p := 16; p+4 <= len(msg); {
+		id, n := binary.BigEndian.Uint16(msg[p:]), int(binary.BigEndian.Uint16(msg[p+2:]))
+		if n < 4 || p+n > len(msg) {
+			return
+		}
+		fn(id, msg[p+4:p+n])
+		p += n
+	}
+}
+
+// learn keeps the templates a message defines (template set ID 2).
+func (l *link) learn(msg []byte) {
+	sets(msg, func(id uint16, body []byte) {
+		if id != 2 {
+			return
+		}
+		for p := 0; p+4 <= len(body); {
+			tid, count := binary.BigEndian.Uint16(body[p:]), int(binary.BigEndian.Uint16(body[p+2:]))
+			p += 4
+			var fields []ipfixField
+			for range count {
+				if p+4 > len(body) {
+					return
+				}
+				f := ipfixField{id: binary.BigEndian.Uint16(body[p:]), length: binary.BigEndian.Uint16(body[p+2:])}
+				p += 4
+				if f.id&0x8000 != 0 {
+					f.id &^= 0x8000
+					f.enterprise = binary.BigEndian.Uint32(body[p:])
+					p += 4
+				}
+				fields = append(fields, f)
+			}
+			l.templates[tid] = fields
+		}
+	})
+}
+
+// lose accounts for the data records of a message the collector never got.
+func (b *bridge) lose(l *link, msg []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sets(msg, func(id uint16, body []byte) {
+		fields, ok := l.templates[id]
+		if id < 256 || !ok {
+			return
+		}
+		for p := 0; p < len(body); {
+			var flow flowID
+			start := p
+			for _, f := range fields {
+				n := int(f.length)
+				if f.length == 0xffff { // variable length
+					if p >= len(body) {
+						return
+					}
+					n, p = int(body[p]), p+1
+					if n == 255 {
+						n, p = int(binary.BigEndian.Uint16(body[p:])), p+2
+					}
+				}
+				if p+n > len(body) {
+					return // padding
+				}
+				switch {
+				case f.enterprise == 0 && f.id == 4 && n == 1:
+					flow.proto = body[p]
+				case f.enterprise == 0 && f.id == 7 && n == 2:
+					flow.sport = binary.BigEndian.Uint16(body[p:])
+				}
+				p += n
+			}
+			if p == start {
+				return
+			}
+			b.lost++
+			b.lostFlow[flow] = true
+		}
+	})
 }
 
 func (b *bridge) alive(l *link) bool {
@@ -123,22 +252,19 @@ func (b *bridge) alive(l *link) bool {
 	return b.links[l]
 }
 
-func (b *bridge) count(n int64) {
-	b.mu.Lock()
-	b.discarded += n
-	b.mu.Unlock()
-}
-
 func (b *bridge) drop(l *link) {
 	b.mu.Lock()
 	delete(b.links, l)
 	b.mu.Unlock()
+	if tcp, ok := l.in.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0) // a reset, as from a collector that died with unread data
+	}
 	l.in.Close()
 	l.out.Close()
 }
 
-// pause stops handing bytes to the collector; the gateways' writes are still
-// acknowledged by TCP, as by a collector that stopped reading.
+// pause stops handing messages to the collector; the gateways' writes are
+// still acknowledged by TCP, as by a collector that stopped reading.
 func (b *bridge) pause() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -147,9 +273,9 @@ func (b *bridge) pause() {
 	}
 }
 
-// cut drops every connection as a collector that exits does (RST), counts
-// the bytes acknowledged to the gateways that the collector never got, and
-// refuses new connections until restore.
+// cut drops every connection as a collector that exits does, after
+// accounting for what TCP acknowledged on it, and refuses new connections
+// until restore.
 func (b *bridge) cut() {
 	b.mu.Lock()
 	b.down = true
@@ -164,41 +290,32 @@ func (b *bridge) restore() {
 	b.mu.Unlock()
 }
 
-// reset drops every connection and ends a pause.
+// reset ends every link (its forwarder drains it for 200 ms) and a pause.
 func (b *bridge) reset() {
 	b.mu.Lock()
 	links := b.links
 	b.links = map[*link]bool{}
-	b.mu.Unlock()
-	for l := range links {
-		// What still sits in the receive buffer was acknowledged, never read.
-		_ = l.in.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		buf := make([]byte, 32*1024)
-		for {
-			n, err := l.in.Read(buf)
-			b.count(int64(n))
-			if err != nil {
-				break
-			}
-		}
-		if tcp, ok := l.in.(*net.TCPConn); ok {
-			_ = tcp.SetLinger(0)
-		}
-		l.in.Close()
-		l.out.Close()
-	}
-	b.mu.Lock()
 	if b.paused {
 		b.paused = false
 		close(b.resume)
 	}
 	b.mu.Unlock()
+	for l := range links {
+		_ = l.in.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	}
+	for l := range links {
+		<-l.done
+	}
 }
 
-// acknowledgedNotRead is the number of bytes the gateways wrote that TCP
-// acknowledged and the collector never received.
-func (b *bridge) acknowledgedNotRead() int64 {
+// lostRecords returns how many data records TCP acknowledged to the gateways
+// that the collector never got, and their (protocol, source port).
+func (b *bridge) lostRecords() (int, map[flowID]bool, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.discarded
+	flows := map[flowID]bool{}
+	for f := range b.lostFlow {
+		flows[f] = true
+	}
+	return b.lost, flows, b.partial
 }

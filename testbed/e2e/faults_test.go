@@ -137,9 +137,9 @@ func (b *bed) faultRun(t *testing.T, fault func(), countedBefore func() map[stri
 			}
 		}
 	}
-	if b.ipfix != nil {
-		t.Logf("IPFIX bridge: %d bytes acknowledged to gateways and never read by the collector", b.ipfix.br.acknowledgedNotRead())
-	}
+	lostRecords, lostFlows, partial := b.ipfix.br.lostRecords()
+	t.Logf("IPFIX: %d records (of %d connections) in messages TCP acknowledged to a gateway that the collector never got; %d bytes of cut messages",
+		lostRecords, len(lostFlows), partial)
 	var total float64
 	for k, v := range counted {
 		t.Logf("counted as not delivered: %s = %.0f", k, v)
@@ -152,12 +152,13 @@ func (b *bed) faultRun(t *testing.T, fault func(), countedBefore func() map[stri
 		case n == 0:
 		case float64(n) <= total:
 			t.Logf("%s: %d connections missing, counted by telemetry", name, n)
-		case name == "IPFIX" && b.ipfix.br.acknowledgedNotRead() > 0:
+		case name == "IPFIX" && allIn(missing[name], lostFlows):
 			// IPFIX has no acknowledgement: what TCP acknowledged before the
 			// collector died is beyond any exporter's knowledge (README of the
-			// ipfix exporter). Say how much; it is not flowtel's to count.
-			t.Logf("%s: %d connections missing, in the %d bytes TCP acknowledged that the collector never read (source ports %v)",
-				name, n, b.ipfix.br.acknowledgedNotRead(), missing[name])
+			// ipfix exporter), so flowtel cannot count it. The bridge saw
+			// those records go down with the collector.
+			t.Logf("%s: %d connections missing, every one in messages TCP acknowledged that the collector never got (source ports %v)",
+				name, n, missing[name])
 		default:
 			t.Errorf("%s: %d connections never arrived and flowtel counted only %.0f records as not delivered: lost silently (source ports %v)",
 				name, n, total, missing[name])
@@ -211,6 +212,16 @@ func (b *bed) traffic(t *testing.T, fault func()) []uint16 {
 	assert.Empty(t, errs, "clients that failed")
 	sort.Slice(sent, func(i, j int) bool { return sent[i] < sent[j] })
 	return sent
+}
+
+// allIn reports whether every TCP source port of ports is in flows.
+func allIn(ports []uint16, flows map[flowID]bool) bool {
+	for _, p := range ports {
+		if !flows[flowID{proto: 6, sport: p}] {
+			return false
+		}
+	}
+	return true
 }
 
 // undelivered lists the connections of sent with no record at the sink whose

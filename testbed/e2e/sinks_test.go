@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
@@ -217,8 +218,7 @@ func (s *ipfixSink) Records() []sinkRecord {
 // collector stop. New connections are refused until it is back.
 func (s *ipfixSink) restart(t testing.TB, down time.Duration) {
 	s.br.pause()
-	time.Sleep(500 * time.Millisecond)
-	s.collect()
+	s.settle(t)
 	s.mu.Lock()
 	s.paused = true
 	s.mu.Unlock()
@@ -232,6 +232,28 @@ func (s *ipfixSink) restart(t testing.TB, down time.Duration) {
 	s.br.restore()
 }
 
+// settle collects until the collector has decoded everything it was handed:
+// no new record over three polls (it decodes asynchronously, and slowly on a
+// loaded machine).
+func (s *ipfixSink) settle(t testing.TB) {
+	deadline := time.Now().Add(10 * time.Second)
+	s.mu.Lock()
+	before := len(s.recs)
+	s.mu.Unlock()
+	for quiet := 0; quiet < 3 && time.Now().Before(deadline); {
+		time.Sleep(300 * time.Millisecond)
+		s.collect()
+		s.mu.Lock()
+		n := len(s.recs)
+		s.mu.Unlock()
+		if n == before {
+			quiet++
+		} else {
+			quiet, before = 0, n
+		}
+	}
+}
+
 // otlpSink is an OTLP/gRPC receiver in the test process: what a gateway's
 // `otlp` exporter sends lands in a LogsSink and is decoded with flowrecord.
 type otlpSink struct {
@@ -241,19 +263,27 @@ type otlpSink struct {
 
 func startOTLPSink(t testing.TB) *otlpSink {
 	t.Helper()
+	s := &otlpSink{sink: new(consumertest.LogsSink)}
+	s.endpoint = startOTLPReceiver(t, s.sink)
+	return s
+}
+
+// startOTLPReceiver runs an OTLP/gRPC receiver in the test process that hands
+// what it receives to next, until the test ends; it returns its endpoint.
+func startOTLPReceiver(t testing.TB, next consumer.Logs) string {
+	t.Helper()
 	factory := otlpreceiver.NewFactory()
 	cfg := factory.CreateDefaultConfig().(*otlpreceiver.Config)
 	grpc := cfg.Protocols.GRPC.GetOrInsertDefault()
 	grpc.NetAddr.Endpoint = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg.Protocols.HTTP = configoptional.None[otlpreceiver.HTTPConfig]()
-	s := &otlpSink{endpoint: grpc.NetAddr.Endpoint, sink: new(consumertest.LogsSink)}
 	set := receivertest.NewNopSettings(factory.Type())
 	set.ID = component.NewIDWithName(factory.Type(), "e2e")
-	rcv, err := factory.CreateLogs(context.Background(), set, cfg, s.sink)
+	rcv, err := factory.CreateLogs(context.Background(), set, cfg, next)
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, rcv.Shutdown(context.Background())) })
-	return s
+	return grpc.NetAddr.Endpoint
 }
 
 // Records decodes every log record received so far; one that is not a flow
