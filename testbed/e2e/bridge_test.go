@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -318,4 +319,52 @@ func (b *bridge) lostRecords() (int, map[flowID]bool, int) {
 		flows[f] = true
 	}
 	return b.lost, flows, b.partial
+}
+
+// TestBridgeDecodesLostMessages checks the accounting the collector-restart
+// fault relies on: the records of a message the collector never got are found
+// with the templates seen on the connection, variable-length fields included.
+func TestBridgeDecodesLostMessages(t *testing.T) {
+	be := binary.BigEndian
+	message := func(sets ...[]byte) []byte {
+		msg := make([]byte, 16)
+		be.PutUint16(msg, 10)
+		for _, s := range sets {
+			msg = append(msg, s...)
+		}
+		be.PutUint16(msg[2:], uint16(len(msg)))
+		return msg
+	}
+	set := func(id uint16, body []byte) []byte {
+		s := make([]byte, 4, 4+len(body))
+		be.PutUint16(s, id)
+		be.PutUint16(s[2:], uint16(4+len(body)))
+		return append(s, body...)
+	}
+	// Template 300: protocolIdentifier (4, 1 byte), sourceTransportPort (7, 2
+	// bytes), an enterprise string of variable length (56506/101).
+	tmpl := []byte{1, 44, 0, 3, 0, 4, 0, 1, 0, 7, 0, 2, 0x80, 101, 0xff, 0xff, 0, 0, 0xdc, 0xba}
+	rec := func(proto uint8, port uint16, name string) []byte {
+		r := []byte{proto, byte(port >> 8), byte(port), byte(len(name))}
+		return append(r, name...)
+	}
+	data := append(rec(6, 43001, "client-a"), rec(17, 53, "")...)
+	data = append(data, 0, 0) // padding
+
+	l := &link{templates: map[uint16][]ipfixField{}}
+	b := &bridge{lostFlow: map[flowID]bool{}}
+	l.learn(message(set(2, tmpl)))
+	msg := message(set(300, data))
+	got, err := readMessage(bytes.NewReader(msg))
+	require.NoError(t, err)
+	b.lose(l, got)
+	n, flows, _ := b.lostRecords()
+	require.Equal(t, 2, n)
+	require.Equal(t, map[flowID]bool{{6, 43001}: true, {17, 53}: true}, flows)
+
+	// Without the template nothing can be said about a message's records.
+	b2 := &bridge{lostFlow: map[flowID]bool{}}
+	b2.lose(&link{templates: map[uint16][]ipfixField{}}, msg)
+	n, _, _ = b2.lostRecords()
+	require.Zero(t, n)
 }
