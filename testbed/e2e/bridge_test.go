@@ -32,10 +32,13 @@ type bridge struct {
 	addr string
 	col  *ipfixcollector.Collector
 
+	t  testing.TB
+	wg sync.WaitGroup
+
 	mu       sync.Mutex
+	ln       net.Listener // nil while the collector is down: connections are refused
 	paused   bool
 	resume   chan struct{} // closed when a pause ends
-	down     bool          // refuse new connections (the collector is down)
 	links    map[*link]bool
 	lost     int             // data records acknowledged, never handed on
 	lostFlow map[flowID]bool // their protocol and source port
@@ -63,39 +66,48 @@ func startBridge(t testing.TB, col *ipfixcollector.Collector) *bridge {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	b := &bridge{addr: ln.Addr().String(), col: col, links: map[*link]bool{}, resume: make(chan struct{}), lostFlow: map[flowID]bool{}}
+	b := &bridge{addr: ln.Addr().String(), col: col, t: t, links: map[*link]bool{}, resume: make(chan struct{}), lostFlow: map[flowID]bool{}}
 	close(b.resume)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); b.reset(); wg.Wait() })
-	wg.Add(1)
+	t.Cleanup(func() {
+		b.mu.Lock()
+		if b.ln != nil {
+			b.ln.Close()
+		}
+		b.mu.Unlock()
+		b.reset()
+		b.wg.Wait()
+	})
+	b.serve(ln)
+	return b
+}
+
+// serve accepts the gateways' connections on ln and links each to the collector.
+func (b *bridge) serve(ln net.Listener) {
+	b.mu.Lock()
+	b.ln = ln
+	b.mu.Unlock()
+	b.wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer b.wg.Done()
 		for {
 			in, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			b.mu.Lock()
-			down := b.down
-			b.mu.Unlock()
-			var out net.Conn
-			if !down {
-				out, err = col.Netns().DialContext(context.Background(), "tcp", col.Endpoint())
-			}
-			if down || err != nil {
-				in.Close() // the collector is down: the gateway sees its connection end
+			out, err := b.col.Netns().DialContext(context.Background(), "tcp", b.col.Endpoint())
+			if err != nil {
+				in.Close()
 				continue
 			}
 			l := &link{in: in, out: out, done: make(chan struct{}), templates: map[uint16][]ipfixField{}}
 			b.mu.Lock()
 			b.links[l] = true
 			b.mu.Unlock()
-			wg.Add(2)
-			go func() { defer wg.Done(); b.forward(l) }()
-			go func() { defer wg.Done(); b.back(l) }()
+			b.wg.Add(2)
+			go func() { defer b.wg.Done(); b.forward(l) }()
+			go func() { defer b.wg.Done(); b.back(l) }()
 		}
 	}()
-	return b
 }
 
 // forward copies a gateway's messages to the collector, waiting while paused.
@@ -275,20 +287,24 @@ func (b *bridge) pause() {
 }
 
 // cut drops every connection as a collector that exits does, after
-// accounting for what TCP acknowledged on it, and refuses new connections
-// until restore.
+// accounting for what TCP acknowledged on it, and stops listening: until
+// restore, connecting is refused, as by a host where nothing listens.
 func (b *bridge) cut() {
 	b.mu.Lock()
-	b.down = true
+	ln := b.ln
+	b.ln = nil
 	b.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
 	b.reset()
 }
 
-// restore lets connections through again.
+// restore listens again on the same address.
 func (b *bridge) restore() {
-	b.mu.Lock()
-	b.down = false
-	b.mu.Unlock()
+	ln, err := net.Listen("tcp", b.addr)
+	require.NoError(b.t, err, "the bridge cannot listen on %s again", b.addr)
+	b.serve(ln)
 }
 
 // reset ends every link (its forwarder drains it for 200 ms) and a pause.

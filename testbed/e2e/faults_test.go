@@ -96,12 +96,14 @@ func (b *bed) faultRun(t *testing.T, fault func(), countedBefore func() map[stri
 		"OTLP":       b.otlp.Records,
 	}
 	missing := map[string][]uint16{}
+	count := map[string]int{} // records of the traffic's connections (duplicates included)
 	deadline := time.Now().Add(60 * time.Second)
 	for name, records := range sinks {
 		for {
 			recs, err := records()
 			if err == nil {
 				missing[name] = undelivered(recs, sent)
+				count[name] = ofTraffic(recs, len(sent))
 				if len(missing[name]) == 0 {
 					break
 				}
@@ -138,8 +140,8 @@ func (b *bed) faultRun(t *testing.T, fault func(), countedBefore func() map[stri
 		}
 	}
 	lostRecords, lostFlows, partial := b.ipfix.br.lostRecords()
-	t.Logf("IPFIX: %d records (of %d connections) in messages TCP acknowledged to a gateway that the collector never got; %d bytes of cut messages",
-		lostRecords, len(lostFlows), partial)
+	t.Logf("IPFIX: %d records (of %d connections: %v) in messages TCP acknowledged to a gateway that the collector never got; %d bytes of cut messages",
+		lostRecords, len(lostFlows), lostFlows, partial)
 	var total float64
 	for k, v := range counted {
 		t.Logf("counted as not delivered: %s = %.0f", k, v)
@@ -147,7 +149,7 @@ func (b *bed) faultRun(t *testing.T, fault func(), countedBefore func() map[stri
 	}
 	for _, name := range []string{"ClickHouse", "IPFIX", "OTLP"} {
 		n := len(missing[name])
-		t.Logf("%s: %d of %d connections arrived with their final counters", name, len(sent)-n, len(sent))
+		t.Logf("%s: %d of %d connections arrived with their final counters; %d records in all", name, len(sent)-n, len(sent), count[name])
 		switch {
 		case n == 0:
 		case float64(n) <= total:
@@ -162,6 +164,18 @@ func (b *bed) faultRun(t *testing.T, fault func(), countedBefore func() map[stri
 		default:
 			t.Errorf("%s: %d connections never arrived and flowtel counted only %.0f records as not delivered: lost silently (source ports %v)",
 				name, n, total, missing[name])
+		}
+	}
+	// Records, not only connections: every record the OTLP sink got (each
+	// exactly once) must be at the other sinks too (retries may duplicate),
+	// unless counted, or, for IPFIX, seen going down with the collector.
+	for _, name := range []string{"ClickHouse", "IPFIX"} {
+		explained := float64(count[name]) + total
+		if name == "IPFIX" {
+			explained += float64(lostRecords)
+		}
+		if explained < float64(count["OTLP"]) {
+			t.Errorf("%s: %d records of %d arrived; %.0f counted as not delivered: records lost silently", name, count[name], count["OTLP"], total)
 		}
 	}
 	b.logPairing(t, conn, len(sent))
@@ -222,6 +236,17 @@ func allIn(ports []uint16, flows map[flowID]bool) bool {
 		}
 	}
 	return true
+}
+
+// ofTraffic counts the records of the fault run's connections.
+func ofTraffic(recs []sinkRecord, sent int) int {
+	n := 0
+	for _, r := range recs {
+		if r.Protocol == 6 && r.SourcePort >= faultBasePort && int(r.SourcePort) < faultBasePort+sent+100 {
+			n++
+		}
+	}
+	return n
 }
 
 // undelivered lists the connections of sent with no record at the sink whose
