@@ -39,6 +39,7 @@ type sinkRecord struct {
 	OctetTotal, ReverseOctetTotal     uint64
 	PacketTotal, ReversePacketTotal   uint64
 	SourceIP, DestinationIP, Exporter string
+	ies                               int // IPFIX: information elements in the record
 }
 
 // later orders two records of one connection: the final one has the latest end
@@ -94,6 +95,9 @@ func (r sinkRecord) sameAs(ch Row) []string {
 	cmp("destinationIP", r.DestinationIP, ch.DestinationIP)
 	cmp("octetTotalCount", r.OctetTotal, ch.OctetTotal)
 	cmp("reverseOctetTotalCount", r.ReverseOctetTotal, ch.ReverseOctetTotal)
+	if r.ies != 0 && r.ies != 70 {
+		bad = append(bad, fmt.Sprintf("%d information elements, want the 70 of Antrea's aggregate layout", r.ies))
+	}
 	if r.kindsKnown {
 		cmp("sourceEndpointKind", r.SourceKind, ch.SourceKind)
 		cmp("destinationEndpointKind", r.DestinationKind, ch.DstKnd)
@@ -118,7 +122,7 @@ func fromIPFIX(r ipfixcollector.Record) sinkRecord {
 		ServicePortName: f["destinationServicePortName"], End: uint32(u("flowEndSeconds")),
 		OctetTotal: u("octetTotalCount"), ReverseOctetTotal: u("reverseOctetTotalCount"),
 		PacketTotal: u("packetTotalCount"), ReversePacketTotal: u("reversePacketTotalCount"),
-		SourceIP: src, DestinationIP: dst,
+		SourceIP: src, DestinationIP: dst, ies: len(r.Names),
 	}
 }
 
