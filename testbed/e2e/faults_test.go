@@ -96,7 +96,7 @@ func (b *bed) faultRun(t *testing.T, fault func(), countedBefore func() map[stri
 		"OTLP":       b.otlp.Records,
 	}
 	missing := map[string][]uint16{}
-	count := map[string]int{} // records of the traffic's connections (duplicates included)
+	count := map[string]int{} // distinct records of the traffic's connections
 	deadline := time.Now().Add(60 * time.Second)
 	// OTLP first: each record exactly once, it says how many records the
 	// gateways emitted. A sink is done when it has every connection's final
@@ -158,7 +158,7 @@ func (b *bed) faultRun(t *testing.T, fault func(), countedBefore func() map[stri
 	}
 	for _, name := range []string{"ClickHouse", "IPFIX", "OTLP"} {
 		n := len(missing[name])
-		t.Logf("%s: %d of %d connections arrived with their final counters; %d records in all", name, len(sent)-n, len(sent), count[name])
+		t.Logf("%s: %d of %d connections arrived with their final counters; %d distinct records", name, len(sent)-n, len(sent), count[name])
 		switch {
 		case n == 0:
 		case float64(n) <= total:
@@ -247,15 +247,18 @@ func allIn(ports []uint16, flows map[flowID]bool) bool {
 	return true
 }
 
-// ofTraffic counts the records of the fault run's connections.
+// ofTraffic counts the distinct records of the fault run's connections: a
+// record sent twice (a retried insert, an IPFIX message resent after a
+// reconnect) counts once, so duplicates cannot hide a loss. Two exports of one
+// connection differ in their end time or counters.
 func ofTraffic(recs []sinkRecord, sent int) int {
-	n := 0
+	distinct := map[[6]uint64]bool{}
 	for _, r := range recs {
 		if r.Protocol == 6 && r.SourcePort >= faultBasePort && int(r.SourcePort) < faultBasePort+sent+100 {
-			n++
+			distinct[[6]uint64{uint64(r.SourcePort), uint64(r.End), r.OctetTotal, r.ReverseOctetTotal, r.PacketTotal, r.ReversePacketTotal}] = true
 		}
 	}
-	return n
+	return len(distinct)
 }
 
 // undelivered lists the connections of sent with no record at the sink whose
@@ -278,8 +281,9 @@ func undelivered(recs []sinkRecord, sent []uint16) []uint16 {
 
 // chRecords reads the rows of source ports [lo, hi] from ClickHouse.
 func chRecords(conn clickhouse.Conn, lo, hi int) ([]sinkRecord, error) {
-	rows, err := conn.Query(context.Background(), `SELECT protocolIdentifier, sourceTransportPort, correlationState,
-		octetTotalCount, reverseOctetTotalCount FROM flowtel_e2e.flows WHERE sourceTransportPort BETWEEN ? AND ?`, lo, hi)
+	rows, err := conn.Query(context.Background(), `SELECT protocolIdentifier, sourceTransportPort, correlationState, flowEndSeconds,
+		octetTotalCount, reverseOctetTotalCount, packetTotalCount, reversePacketTotalCount
+		FROM flowtel_e2e.flows WHERE sourceTransportPort BETWEEN ? AND ?`, lo, hi)
 	if err != nil {
 		return nil, err
 	}
@@ -287,9 +291,12 @@ func chRecords(conn clickhouse.Conn, lo, hi int) ([]sinkRecord, error) {
 	var out []sinkRecord
 	for rows.Next() {
 		var r sinkRecord
-		if err := rows.Scan(&r.Protocol, &r.SourcePort, &r.CorrelationState, &r.OctetTotal, &r.ReverseOctetTotal); err != nil {
+		var end time.Time
+		if err := rows.Scan(&r.Protocol, &r.SourcePort, &r.CorrelationState, &end,
+			&r.OctetTotal, &r.ReverseOctetTotal, &r.PacketTotal, &r.ReversePacketTotal); err != nil {
 			return nil, err
 		}
+		r.End = uint32(end.Unix())
 		out = append(out, r)
 	}
 	return out, rows.Err()
