@@ -59,7 +59,7 @@ e2e: deps build ## Only the end-to-end testbed scenarios (root)
 	$(GO) test -count=1 -v ./testbed/e2e
 
 .PHONY: load
-load: deps build ## Testbed load runs: node collector CPU and memory at 10k connections (root)
+load: deps build ## Testbed load runs: node collector at 10k/100k connections, gateway throughput with 1 and 3 replicas (root; results in testbed/results.md)
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./testbed/e2e
 
 .PHONY: run
