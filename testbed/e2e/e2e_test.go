@@ -286,16 +286,22 @@ receivers:
 processors:
   k8s_flow: {node_name: %s, auth_type: kubeConfig, kubeconfig: %s}
 exporters:
-  load_balancing:
+%sservice:
+  extensions: [health_check]
+  pipelines:
+    logs: {receivers: [conntrack], processors: [k8s_flow], exporters: [load_balancing]}
+`+telemetry, netlab.NetNSPath(n.NS), n.Name, opt.poll, opt.active, opt.idle, n.Name, kubeconfig, loadBalancing(gateways))
+}
+
+// loadBalancing is the node collectors' exporter: both halves of a connection
+// carry the same flow.key, so routing on it sends them to the same gateway.
+func loadBalancing(gateways []string) string {
+	return fmt.Sprintf(`  load_balancing:
     routing_key: attributes
     routing_attributes: [flow.key]
     protocol: {otlp: {tls: {insecure: true}}}
     resolver: {static: {hostnames: [%s]}}
-service:
-  extensions: [health_check]
-  pipelines:
-    logs: {receivers: [conntrack], processors: [k8s_flow], exporters: [load_balancing]}
-`+telemetry, netlab.NetNSPath(n.NS), n.Name, opt.poll, opt.active, opt.idle, n.Name, kubeconfig, strings.Join(gateways, ", "))
+`, strings.Join(gateways, ", "))
 }
 
 // endpoints resolves a case's From/To into a namespace and a destination.

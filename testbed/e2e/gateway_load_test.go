@@ -173,16 +173,11 @@ extensions:
 receivers:
   otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d"}}}
 exporters:
-  load_balancing:
-    routing_key: attributes
-    routing_attributes: [flow.key]
-    protocol: {otlp: {tls: {insecure: true}}}
-    resolver: {static: {hostnames: [%s]}}
-service:
+%sservice:
   extensions: [health_check]
   pipelines:
     logs: {receivers: [otlp], exporters: [load_balancing]}
-`+telemetry, otlpPort, strings.Join(gateways, ", "))
+`+telemetry, otlpPort, loadBalancing(gateways))
 }
 
 // countingConsumer counts the records it gets and decodes every 100th to
