@@ -8,6 +8,8 @@ BUILD_DIR    := _build
 DISTRIBUTIONS := flowtel flowtel-node flowtel-gateway
 FUZZTIME     ?= 20s
 BENCHTIME    ?= 1s
+# make demo DEMO_HOLD=10m keeps the demo cluster up for queries
+DEMO_HOLD    ?= 0s
 
 manifest = $(if $(filter flowtel,$(1)),builder-config.yaml,distributions/$(1)/manifest.yaml)
 
@@ -52,7 +54,7 @@ check: lint build test ## Everything CI runs: lint, build the distributions, tes
 
 .PHONY: demo
 demo: deps build ## A mini-cluster in network namespaces with flowtel deployed: prints the flows it records (root)
-	FLOWTEL_DEMO=1 $(GO) test -count=1 -v -run '^TestScenarios$$' ./testbed/e2e
+	FLOWTEL_DEMO=1 FLOWTEL_DEMO_HOLD=$(DEMO_HOLD) $(GO) test -count=1 -v -timeout 2h -run '^TestScenarios$$' ./testbed/e2e
 
 .PHONY: e2e
 e2e: deps build ## Only the end-to-end testbed scenarios (root)

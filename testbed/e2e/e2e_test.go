@@ -62,7 +62,21 @@ func TestScenarios(t *testing.T) {
 	b.checkSinks(t, Cases(), 30*time.Second)
 	if os.Getenv("FLOWTEL_DEMO") != "" {
 		b.printFlows(t)
+		b.holdForQueries()
 	}
+}
+
+// holdForQueries keeps the demo cluster up for FLOWTEL_DEMO_HOLD (e.g. 10m) so
+// the ClickHouse table can be queried by hand; everything is torn down after.
+func (b *bed) holdForQueries() {
+	hold, err := time.ParseDuration(os.Getenv("FLOWTEL_DEMO_HOLD"))
+	fmt.Printf("\nClickHouse: %s, database flowtel_e2e, table flows (clickhouse-client --port %d).\n", b.ch.Endpoint(), b.ch.TCPPort)
+	if err != nil || hold <= 0 {
+		fmt.Println("The demo tears everything down now; run `make demo DEMO_HOLD=10m` to keep it up for queries.")
+		return
+	}
+	fmt.Printf("Kept up for %s, then torn down.\n", hold)
+	time.Sleep(hold)
 }
 
 // printFlows shows what `make demo` is about: the flows table as a user would query it.
