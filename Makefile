@@ -29,12 +29,17 @@ build: $(addprefix $(BUILD_DIR)/,$(DISTRIBUTIONS)) ## Build the three distributi
 # Rebuild a distribution when its manifest or any Go source changes.
 $(BUILD_DIR)/%: $$(call manifest,%) go.mod $(shell git ls-files '*.go' 2>/dev/null)
 	@mkdir -p $(BUILD_DIR)
-	$(OCB) --config $(call manifest,$*) > $(BUILD_DIR)/$*.build.log 2>&1 || { cat $(BUILD_DIR)/$*.build.log; exit 1; }
-	scripts/check-distribution.sh $(call manifest,$*) $(BUILD_DIR)/$*/$* distributions/$*/config.yaml
+	@echo "build: $* with OCB (cold caches: ~3 min each; log in $(BUILD_DIR)/$*.build.log)"
+	@$(OCB) --config $(call manifest,$*) > $(BUILD_DIR)/$*.build.log 2>&1 || { cat $(BUILD_DIR)/$*.build.log; exit 1; }
+	@scripts/check-distribution.sh $(call manifest,$*) $(BUILD_DIR)/$*/$* distributions/$*/config.yaml
 	@touch $@
 
+.PHONY: peers
+peers: ## Build, once per machine, the real peers the tests run (kube-apiserver, etcd, helm, go-ipfix collector)
+	@scripts/peers.sh
+
 .PHONY: test
-test: deps build ## Unit, integration and end-to-end tests, plus a bounded fuzz run of the record codec
+test: deps build peers ## Unit, integration and end-to-end tests, plus a bounded fuzz run of the record codec
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
@@ -53,15 +58,15 @@ bench: ## Go benchmarks (report the numbers in the issue note); the testbed's lo
 check: lint build test ## Everything CI runs: lint, build the distributions, test
 
 .PHONY: demo
-demo: deps build ## A mini-cluster in network namespaces with flowtel deployed: prints the flows it records (root)
+demo: deps build peers ## A mini-cluster in network namespaces with flowtel deployed: prints the flows it records (root)
 	FLOWTEL_DEMO=1 FLOWTEL_DEMO_HOLD=$(DEMO_HOLD) $(GO) test -count=1 -v -timeout 2h -run '^TestScenarios$$' ./testbed/e2e
 
 .PHONY: e2e
-e2e: deps build ## Only the end-to-end testbed scenarios (root)
+e2e: deps build peers ## Only the end-to-end testbed scenarios (root)
 	$(GO) test -count=1 -v ./testbed/e2e
 
 .PHONY: load
-load: deps build ## Testbed load runs: node collector at 10k/100k connections, gateway throughput with 1 and 3 replicas (root; results in testbed/results.md)
+load: deps build peers ## Testbed load runs: node collector at 10k/100k connections, gateway throughput with 1 and 3 replicas (root; results in testbed/results.md)
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./testbed/e2e
 
 .PHONY: run

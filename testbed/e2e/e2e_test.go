@@ -139,7 +139,19 @@ func startBed(t testing.TB, opt options) *bed {
 	gatewayBin, err := collector.Binary(repoRoot, "flowtel-gateway")
 	require.NoError(t, err)
 	require.NoError(t, netlab.Cleanup())
+	// One-time builds come before the bed's deadline: on a cold machine the
+	// control plane alone takes minutes to build (make runs scripts/peers.sh
+	// first; a plain `go test` builds here, and says so).
+	t.Log("bed: control plane binaries (built once per machine if missing: 5-10 min cold)")
+	_, err = controlplane.Binaries()
+	require.NoError(t, err)
+	if opt.ipfix {
+		t.Log("bed: go-ipfix collector binary (built once per machine if missing: ~30 s cold)")
+		_, err = ipfixcollector.BuildBinary()
+		require.NoError(t, err)
+	}
 
+	t.Log("bed: data plane (network namespaces, routes, Service rules)")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	b := &bed{opt: opt, pods: map[string]*netlab.Pod{}, services: map[string]*netlab.Service{}}
@@ -177,6 +189,7 @@ func startBed(t testing.TB, opt options) *bed {
 	}
 
 	// Control plane and API objects.
+	t.Log("bed: kube-apiserver, etcd and the cluster's API objects")
 	cp := controlplane.Start(t)
 	require.NoError(t, cluster.RegisterNodes(ctx, cp.Admin, b.lab))
 	for _, p := range b.pods {
@@ -192,6 +205,7 @@ func startBed(t testing.TB, opt options) *bed {
 	kubeconfig := cp.Kubeconfig(t, "flowtel", cp.AdminToken)
 
 	// Sinks and collectors.
+	t.Log("bed: sinks (ClickHouse, IPFIX) and flowtel's collectors")
 	b.ch = chserver.Start(t, chserver.Options{})
 	sinks := gatewaySinks{clickhouse: b.ch.Endpoint()}
 	if opt.ipfix {
