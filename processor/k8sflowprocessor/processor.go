@@ -184,7 +184,7 @@ func (p *k8sFlowProcessor) enrich(r *flowrecord.Record) (reason string, unresolv
 		unresolved++
 	}
 	r.Service = flowrecord.Service{}
-	if dnatted(r) {
+	if r.DNATed() {
 		if sp := v.Service(r.OriginalDestinationAddress, r.OriginalDestinationPort, r.Protocol); sp != nil {
 			r.Service = flowrecord.Service{PortName: sp.PortName, UID: sp.UID, Address: r.OriginalDestinationAddress, Port: r.OriginalDestinationPort}
 		}
@@ -192,6 +192,11 @@ func (p *k8sFlowProcessor) enrich(r *flowrecord.Record) (reason string, unresolv
 	v.Done()
 
 	r.FlowType = flowType(&r.Source, &r.Destination)
+	if receivedFromNode(r, local) && r.Destination.Kind.InCluster() {
+		// A Pod calling another Node's NodePort whose endpoint runs back on
+		// the caller's Node still went from one Node to the other.
+		r.FlowType = flowrecord.FlowTypeInterNode
+	}
 	side := reportedSide(r, local)
 	if side == flowrecord.SideUnknown {
 		return reasonNoLocalEndpoint, unresolved

@@ -10,7 +10,9 @@ import "github.com/flowtel/flowtel/internal/flowrecord"
 // Node of an SNATed from-external flow, or a source Node whose proxy
 // masqueraded the connection), stored learns the real client as its source and
 // the SNAT address and port, and a from-external flow becomes FROM_EXTERNAL
-// again; so either arrival order gives the same record.
+// again; and when in is a destination half keyed by its pre-DNAT destination
+// (flowrecord.KeyedByPreDNAT: another Node's NodePort), stored learns the
+// endpoint that Node chose; so either arrival order gives the same record.
 func merge(stored, in *flowrecord.Record) {
 	mergeEndpoint(&stored.Source, &in.Source)
 	mergeEndpoint(&stored.Destination, &in.Destination)
@@ -35,6 +37,12 @@ func merge(stored, in *flowrecord.Record) {
 		stored.Source = in.Source
 		stored.ProxySNATAddress = in.ProxySNATAddress
 		stored.ProxySNATPort = in.ProxySNATPort
+	}
+	// The mirror image: a destination half keyed by its pre-DNAT destination
+	// (another Node's NodePort, reached from the source Node) names the
+	// endpoint its Node chose, which the source half never saw.
+	if in.KeyedByPreDNAT() {
+		stored.Destination = in.Destination
 	}
 	if in.IsIngressNodeFromExternal() {
 		stored.FlowType = flowrecord.FlowTypeFromExternal
