@@ -50,7 +50,8 @@ func (r *Record) CorrelationKey() string {
 
 // KeyedBySNAT reports whether r is a source half whose source was SNATed on
 // the reporting Node, so that its correlation key uses the SNAT address and
-// port: a record the reporter marks as the source side, with a SNAT address;
+// port: a record the reporter marks as the source side (or a relay leg, the
+// source of its onward leg), with a SNAT address;
 // or, for records without a side (from Antrea), Antrea's ingress-Node
 // from-external predicate.
 func (r *Record) KeyedBySNAT() bool {
@@ -58,7 +59,7 @@ func (r *Record) KeyedBySNAT() bool {
 		return false
 	}
 	switch r.Reporter.Side {
-	case SideSource:
+	case SideSource, SideRelay:
 		return true
 	case SideUnknown:
 		return r.IsIngressNodeFromExternal()

@@ -146,6 +146,15 @@ func TestCorrelationKeyPairsHalves(t *testing.T) {
 				ProxySNATAddress: netip.MustParseAddr("fd00:77::11"), ProxySNATPort: 41032, Reporter: Reporter{Side: SideSource}},
 			Record{Protocol: 6, FlowType: FlowTypeInterNode, Source: ep("fd00:77::11", 41032), Destination: ep("fd00:10:10:1::7", 8080),
 				OriginalDestinationAddress: netip.MustParseAddr("fd00:77::12"), OriginalDestinationPort: 30080, Reporter: Reporter{Side: SideDestination}}},
+		// The same call when node-2 sends it on to an endpoint on node-3
+		// (10.10.2.7), masqueraded to node-2's address: node-2's relay leg and
+		// node-3's destination half key on node-2:port → endpoint.
+		{"NodePort whose endpoint is on a third Node: the DNAT Node's relay leg and the endpoint Node's half",
+			Record{Protocol: 6, FlowType: FlowTypeInterNode, Source: ep("192.168.77.11", 41033), Destination: ep("10.10.2.7", 8080),
+				OriginalDestinationAddress: netip.MustParseAddr("192.168.77.12"), OriginalDestinationPort: 30080,
+				ProxySNATAddress: netip.MustParseAddr("192.168.77.12"), ProxySNATPort: 41033, Reporter: Reporter{Side: SideRelay}},
+			Record{Protocol: 6, FlowType: FlowTypeInterNode, Source: ep("192.168.77.12", 41033), Destination: ep("10.10.2.7", 8080),
+				Reporter: Reporter{Side: SideDestination}}},
 		{"ipv6 pod to pod",
 			Record{Protocol: 17, FlowType: FlowTypeInterNode, Source: ep("fd00:10:10::5", 5000), Destination: ep("fd00:10:10:1::7", 53), Reporter: Reporter{Side: SideSource}},
 			Record{Protocol: 17, FlowType: FlowTypeInterNode, Source: ep("fd00:10:10::5", 5000), Destination: ep("fd00:10:10:1::7", 53), Reporter: Reporter{Side: SideDestination}}},

@@ -62,6 +62,9 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clk c
 			p.tel.pairs.Add(context.Background(), 1)
 			p.tel.timeToPair.Record(context.Background(), wait.Seconds())
 		}
+		p.table.OnRelayFolded = func(why aggregate.Reason) {
+			p.tel.relayFolded.Add(context.Background(), 1, withReason(why.String()))
+		}
 		p.tick = tickInterval(cfg)
 	}
 	return p, nil
@@ -248,6 +251,11 @@ func (p *flowProcessor) proxy(ctx context.Context, ld plog.Logs) error {
 			sls.At(j).LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
 				received++
 				if !p.decodeOne(ctx, lr, &r) {
+					return true
+				}
+				if r.Reporter.Side == flowrecord.SideRelay {
+					// A copy of its Node's destination half, only for pairing.
+					p.tel.relayFolded.Add(ctx, 1, withReason(ModeProxy))
 					return true
 				}
 				r.Direction = flowDirection(&r)

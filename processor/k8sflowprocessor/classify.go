@@ -61,3 +61,21 @@ func reportedSide(r *flowrecord.Record, local string) flowrecord.Side {
 func receivedFromNode(r *flowrecord.Record, local string) bool {
 	return r.Source.Kind.InCluster() && r.Source.NodeName != local && r.DNATed()
 }
+
+// relayLeg returns the onward leg of a connection this Node reported as the
+// destination it received from another Node but forwarded to an endpoint on
+// a third Node (DESIGN D3): keyed by the tuple it sent there (after its own
+// SNAT), so that the gateway pairs it with the endpoint Node's half, which
+// sees this Node as the client, and folds that half away. The connection
+// itself is the destination half r, keyed by the tuple that reached this Node.
+func relayLeg(r *flowrecord.Record) (flowrecord.Record, bool) {
+	local := r.Reporter.NodeName
+	if r.Reporter.Side != flowrecord.SideDestination || !receivedFromNode(r, local) ||
+		!r.Destination.Kind.InCluster() || r.Destination.NodeName == local {
+		return flowrecord.Record{}, false
+	}
+	relay := *r
+	relay.Reporter.Side = flowrecord.SideRelay
+	relay.Key = relay.CorrelationKey()
+	return relay, true
+}

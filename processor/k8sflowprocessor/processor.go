@@ -97,11 +97,13 @@ func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.
 	}
 	var (
 		rec       flowrecord.Record
+		relays    []flowrecord.Record // onward legs of the scope's records, appended to it
 		c         batchCounts
 		decodeErr error
 	)
 	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
+			relays = relays[:0]
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
 				c.received++
 				if err := flowrecord.Decode(lr, &rec); err != nil {
@@ -122,8 +124,15 @@ func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.
 				}
 				flowrecord.Encode(&rec, lr)
 				c.enriched++
+				if relay, ok := relayLeg(&rec); ok {
+					relays = append(relays, relay)
+				}
 				return false
 			})
+			for i := range relays {
+				flowrecord.Encode(&relays[i], sl.LogRecords().AppendEmpty())
+				c.enriched++
+			}
 			return sl.LogRecords().Len() == 0
 		})
 		return rl.ScopeLogs().Len() == 0

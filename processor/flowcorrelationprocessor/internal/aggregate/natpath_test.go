@@ -3,6 +3,7 @@ package aggregate
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,4 +84,74 @@ func TestNodePortOfAnotherNodePairsInEitherOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// relayHalves are node-2's relay leg of a NodePort call it sent on to an
+// endpoint on node-3 (masqueraded to node-2's address), and node-3's half,
+// which sees node-2 as the client.
+func relayHalves() (relay, endpoint *flowrecord.Record) {
+	node1, node2 := netip.MustParseAddr("192.168.77.11"), netip.MustParseAddr("192.168.77.12")
+	relay = base(v4, flowrecord.FlowTypeInterNode, false)
+	relay.Reporter = flowrecord.Reporter{NodeName: "node-2", Side: flowrecord.SideRelay}
+	relay.Source = flowrecord.Endpoint{Address: node1, Port: 1234, Kind: flowrecord.EndpointNode, NodeName: "node-1"}
+	relay.OriginalDestinationAddress, relay.OriginalDestinationPort = node2, 30080
+	relay.ProxySNATAddress, relay.ProxySNATPort = node2, 1234
+	endpoint = base(v4, flowrecord.FlowTypeInterNode, false)
+	endpoint.Reporter = flowrecord.Reporter{NodeName: "node-3", Side: flowrecord.SideDestination}
+	endpoint.Source = flowrecord.Endpoint{Address: node2, Port: 1234, Kind: flowrecord.EndpointNode, NodeName: "node-2"}
+	return relay, endpoint
+}
+
+// The endpoint Node's half of an onward leg pairs with the relay leg and
+// is folded away, in either order and at every later export: the
+// connection is the first leg's record (TestNodePortOfAnotherNodePairsInEitherOrder).
+func TestRelayLegFoldsTheEndpointNodesHalf(t *testing.T) {
+	for _, relayFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "relay_first", false: "endpoint_first"}[relayFirst], func(t *testing.T) {
+			relay, endpoint := relayHalves()
+			require.Equal(t, relay.CorrelationKey(), endpoint.CorrelationKey())
+			first, second := relay, endpoint
+			if !relayFirst {
+				first, second = endpoint, relay
+			}
+			tbl, x := newTestTable(t)
+			var folded []Reason
+			tbl.OnRelayFolded = func(why Reason) { folded = append(folded, why) }
+			paired := 0
+			tbl.OnPaired = func(time.Duration) { paired++ }
+			tbl.Add(first, at(1), x.emit)
+			tbl.Add(second, at(1), x.emit)
+			assert.Equal(t, 1, paired)
+			assert.Equal(t, []Reason{ReasonReady}, folded)
+			update := *endpoint
+			update.End, update.Stats.OctetTotal = at(30), 5000
+			tbl.Add(&update, at(30), x.emit)
+			tbl.Expire(at(300), x.emit)
+			assert.Empty(t, x.recs, "nothing of a relay leg is exported")
+			assert.Equal(t, []Reason{ReasonReady, ReasonInactive}, folded)
+			assert.Zero(t, tbl.Len())
+		})
+	}
+}
+
+// A relay leg whose endpoint half never comes is folded at its pairing
+// timeout (the connection is reported under its first leg); an endpoint
+// half whose relay leg never comes is exported unpaired, as any half.
+func TestRelayLegAlone(t *testing.T) {
+	relay, endpoint := relayHalves()
+	tbl, x := newTestTable(t)
+	var folded []Reason
+	tbl.OnRelayFolded = func(why Reason) { folded = append(folded, why) }
+	tbl.Add(relay, at(1), x.emit)
+	tbl.Expire(at(1000), x.emit)
+	assert.Empty(t, x.recs)
+	assert.Equal(t, []Reason{ReasonPairingTimeout}, folded)
+	assert.Zero(t, tbl.Pending())
+
+	tbl.Add(endpoint, at(1001), x.emit)
+	tbl.Expire(at(2000), x.emit)
+	recs, why := x.take()
+	require.Len(t, recs, 1)
+	assert.Equal(t, []Reason{ReasonPairingTimeout}, why)
+	assert.Equal(t, flowrecord.CorrelationUnpaired, recs[0].Correlation)
 }

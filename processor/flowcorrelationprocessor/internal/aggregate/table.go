@@ -56,6 +56,9 @@ type Table struct {
 
 	// OnPaired, when set, is told how long each pair waited for its second half.
 	OnPaired func(wait time.Duration)
+	// OnRelayFolded, when set, is told of each export a relay leg's entry
+	// did not make (see flowrecord.SideRelay).
+	OnRelayFolded func(why Reason)
 
 	out    flowrecord.Record // the record handed to Emit
 	outAgg flowrecord.Aggregation
@@ -94,6 +97,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 		return
 	}
 	pairedNow := false
+	e.relay = e.relay || h == halfRelay
 	if e.required && !e.paired && !sameHalf(e.first, h) {
 		merge(&e.rec, r)
 		if !e.ready {
@@ -115,7 +119,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 }
 
 func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) *entry {
-	e := &entry{rec: *r, key: key, first: h, firstSeen: now, updated: true}
+	e := &entry{rec: *r, key: key, first: h, firstSeen: now, updated: true, relay: h == halfRelay}
 	e.rec.Aggregation = nil
 	e.rec.Key = key
 	e.required = correlationRequired(r, h)
@@ -210,6 +214,10 @@ func (t *Table) Flush(now time.Time, emit Emit) {
 // export hands a snapshot of e to emit, then starts a new reporting period:
 // deltas and throughputs reset, next periodic export one active timeout away.
 func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
+	if e.relay {
+		t.foldRelay(e, now, why)
+		return
+	}
 	t.out = e.rec
 	t.outAgg = e.agg
 	t.out.Aggregation = &t.outAgg
@@ -221,6 +229,19 @@ func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
 		t.out.Reporter = flowrecord.Reporter{Side: flowrecord.SideBoth}
 	}
 	emit(&t.out, why)
+	resetAfterExport(e)
+	e.updated = false
+	e.activeDeadline = now.Add(t.s.ActiveTimeout)
+}
+
+// foldRelay stands for an export of a relay leg's entry (the onward leg a
+// NodePort's Node sent to a third Node, and that Node's half): the
+// connection is exported under its first leg's key, so this one only
+// counts, and starts a new reporting period like an export.
+func (t *Table) foldRelay(e *entry, now time.Time, why Reason) {
+	if t.OnRelayFolded != nil {
+		t.OnRelayFolded(why)
+	}
 	resetAfterExport(e)
 	e.updated = false
 	e.activeDeadline = now.Add(t.s.ActiveTimeout)
