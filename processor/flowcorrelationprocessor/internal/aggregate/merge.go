@@ -10,9 +10,7 @@ import "github.com/flowtel/flowtel/internal/flowrecord"
 // Node of an SNATed from-external flow, or a source Node whose proxy
 // masqueraded the connection), stored learns the real client as its source and
 // the SNAT address and port, and a from-external flow becomes FROM_EXTERNAL
-// again; and when in is a destination half keyed by its pre-DNAT destination
-// (flowrecord.KeyedByPreDNAT: another Node's NodePort), stored learns the
-// endpoint that Node chose; so either arrival order gives the same record.
+// again; so either arrival order gives the same record.
 func merge(stored, in *flowrecord.Record) {
 	mergeEndpoint(&stored.Source, &in.Source)
 	mergeEndpoint(&stored.Destination, &in.Destination)

@@ -54,11 +54,12 @@ type Table struct {
 	queue   deadlineQueue
 	pending int // entries not ready: halves waiting for their peer
 
-	// OnPaired, when set, is told how long each pair waited for its second half.
-	OnPaired func(wait time.Duration)
 	// OnRelayFolded, when set, is told of each export a relay leg's entry
 	// did not make (see flowrecord.SideRelay).
 	OnRelayFolded func(why Reason)
+
+	// OnPaired, when set, is told how long each pair waited for its second half.
+	OnPaired func(wait time.Duration)
 
 	out    flowrecord.Record // the record handed to Emit
 	outAgg flowrecord.Aggregation
@@ -119,10 +120,11 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 }
 
 func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) *entry {
-	e := &entry{rec: *r, key: key, first: h, firstSeen: now, updated: true, relay: h == halfRelay}
+	e := &entry{rec: *r, key: key, first: h, firstSeen: now, updated: true}
 	e.rec.Aggregation = nil
 	e.rec.Key = key
 	e.required = correlationRequired(r, h)
+	e.relay = h == halfRelay
 	e.ready = !e.required
 	if !e.ready {
 		t.pending++
