@@ -62,9 +62,16 @@ const (
 	SideSource      Side = 1 // the Node of the source endpoint (or the ingress Node of a from-external flow)
 	SideDestination Side = 2 // the Node of the destination endpoint
 	SideBoth        Side = 3 // both endpoints are local: nothing to pair
+	// SideRelay is the onward leg of a connection this Node DNATed for a
+	// client on another Node and forwarded to the endpoint's Node (a NodePort
+	// whose endpoint runs on a third Node). The connection is reported under
+	// its first leg's key (this Node's destination half); the relay record
+	// exists only so the gateway can pair and fold away the endpoint Node's
+	// half, which sees this Node as the client.
+	SideRelay Side = 4
 )
 
-var sideNames = []string{"", "source", "destination", "both"}
+var sideNames = []string{"", "source", "destination", "both", "relay"}
 
 func (s Side) String() string { return enumString(sideNames, s) }
 

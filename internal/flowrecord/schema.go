@@ -457,7 +457,7 @@ func buildAttributes() []attribute {
 		strAttr("flow.reporter.node.name", func(r *Record) *string { return &r.Reporter.NodeName }).
 			doc("Node whose collector observed this half of the connection."),
 		enumAttr("flow.reporter.side", sideNames, func(r *Record) *Side { return &r.Reporter.Side }).
-			doc("Which half the reporting Node observed: `source`, `destination` or `both` (both endpoints local)."),
+			doc("Which half the reporting Node observed: `source`, `destination` or `both` (both endpoints local); `relay`: the onward leg of a connection this Node DNATed for a client on another Node and forwarded to a third Node, which the gateway pairs and folds away."),
 		enumAttr("flow.direction", directionNames, func(r *Record) *Direction { return &r.Direction }).
 			doc("Proxy-mode flow direction: `ingress` (0), `egress` (1), `unknown` (255).").ie("flowDirection (61, 0)"),
 		strAttr(AttrKey, func(r *Record) *string { return &r.Key }).

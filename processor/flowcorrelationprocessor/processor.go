@@ -58,6 +58,9 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clk c
 			PairingTimeout:  cfg.pairingTimeout(),
 			MaxRecords:      cfg.MaxRecords,
 		})
+		p.table.OnRelayFolded = func(why aggregate.Reason) {
+			p.tel.relayFolded.Add(context.Background(), 1, withReason(why.String()))
+		}
 		p.table.OnPaired = func(wait time.Duration) {
 			p.tel.pairs.Add(context.Background(), 1)
 			p.tel.timeToPair.Record(context.Background(), wait.Seconds())
@@ -253,6 +256,11 @@ func (p *flowProcessor) proxy(ctx context.Context, ld plog.Logs) error {
 				r.Direction = flowDirection(&r)
 				if !r.Origin.ExporterAddress.IsValid() {
 					r.Origin.ExporterAddress = peer
+				}
+				if r.Reporter.Side == flowrecord.SideRelay {
+					// A copy of its Node's destination half, only for pairing.
+					p.tel.relayFolded.Add(ctx, 1, withReason(ModeProxy))
+					return true
 				}
 				flowrecord.Encode(&r, lr)
 				if int(r.Correlation) < len(byState) {

@@ -35,6 +35,7 @@ type telemetry struct {
 	emitted       metric.Int64Counter
 	failed        metric.Int64Counter
 	retried       metric.Int64Counter
+	relayFolded   metric.Int64Counter
 	pairs         metric.Int64Counter
 	unpaired      metric.Int64Counter
 	earlyExported metric.Int64Counter
@@ -59,6 +60,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.emitted = counter("records.emitted", "{record}", "Flow records accepted by the next consumer, by correlation state.")
 	t.failed = counter("records.failed", "{record}", "Flow records the next consumer did not accept and that were given up, by reason.")
 	t.retried = counter("records.retried", "{record}", "Flow records the next consumer refused with a retryable error, queued for a retry.")
+	t.relayFolded = counter("records.relay_folded", "{record}", "Exports not made for relay legs (a NodePort's Node forwarding to a third Node) and the endpoint Node's halves they pair with: the connection is exported under its first leg's key. By export reason.")
 	t.pairs = counter("pairs", "{pair}", "Connections whose two halves were paired.")
 	t.unpaired = counter("records.unpaired", "{record}", "Halves exported without a peer, by reason (pairing_timeout, evicted, flush).")
 	t.earlyExported = counter("records.early_exported", "{record}", "Records exported before their deadline because max_records was reached.")

@@ -40,6 +40,7 @@ type flowCase struct {
 	srcEP    ep
 	dstEP    ep
 	service  string
+	key      string // expected correlation key; "" = not checked beyond CorrelationKey()
 }
 
 func hp(ip string, port int) string { return netip.AddrPortFrom(addr(ip), uint16(port)).String() }
@@ -132,6 +133,37 @@ func moreCases(f family) []flowCase {
 	}
 }
 
+// nodePortCases are connections to the NodePort of another Node (DESIGN D3):
+// the source Node masquerades a Pod's connection to its own address, the
+// destination Node DNATs it to an endpoint. Each Node keys its half by the
+// tuple that crosses between them, node-a's address → node-b's NodePort, so
+// the gateway pairs them into one record.
+func nodePortCases(f family) []flowCase {
+	const inter, source, dest = flowrecord.FlowTypeInterNode, flowrecord.SideSource, flowrecord.SideDestination
+	client, dbB := pod("client", "node-a"), pod("db-b", "node-b")
+	crossing := func(port int) string { return "6|" + hp(f.nodeA, port) + "|" + hp(f.nodeB, 30080) }
+	return []flowCase{
+		{name: "Pod → NodePort of another Node, source Node half (masqueraded to this Node's address)", reporter: "node-a",
+			src: hp(f.client, 40020), dst: hp(f.nodeB, 30080), snat: hp(f.nodeA, 40020),
+			flowType: inter, side: source, srcEP: client, dstEP: nodeEP("node-b"), key: crossing(40020)},
+		{name: "…destination Node half: DNATed to a local Pod, keyed by the pre-DNAT destination", reporter: "node-b",
+			src: hp(f.nodeA, 40020), origDst: hp(f.nodeB, 30080), dst: hp(f.dbB, 80), snat: hp(f.gwB, 40020),
+			flowType: inter, side: dest, srcEP: nodeEP("node-a"), dstEP: dbB, service: "default/web:http", key: crossing(40020)},
+		{name: "Node (host network) → NodePort of another Node, source Node half", reporter: "node-a",
+			src: hp(f.nodeA, 40021), dst: hp(f.nodeB, 30080),
+			flowType: inter, side: source, srcEP: nodeEP("node-a"), dstEP: nodeEP("node-b"), key: crossing(40021)},
+		{name: "…destination Node half", reporter: "node-b",
+			src: hp(f.nodeA, 40021), origDst: hp(f.nodeB, 30080), dst: hp(f.dbB, 80), snat: hp(f.gwB, 40021),
+			flowType: inter, side: dest, srcEP: nodeEP("node-a"), dstEP: dbB, service: "default/web:http", key: crossing(40021)},
+		{name: "Pod → NodePort of another Node whose endpoint is remote to it: the DNAT Node is the destination, not dropped", reporter: "node-b",
+			src: hp(f.nodeA, 40022), origDst: hp(f.nodeB, 30080), dst: hp(f.webA, 80), snat: hp(f.nodeB, 40022),
+			flowType: inter, side: dest, srcEP: nodeEP("node-a"), dstEP: pod("", "node-a"), service: "default/web:http", key: crossing(40022)},
+		{name: "UDP to the NodePort of another Node: the same rule", reporter: "node-b", proto: 17,
+			src: hp(f.nodeA, 40023), origDst: hp(f.nodeB, 30080), dst: hp(f.dbB, 80),
+			flowType: inter, side: dest, srcEP: nodeEP("node-a"), dstEP: dbB, key: "17|" + hp(f.nodeA, 40023) + "|" + hp(f.nodeB, 30080)},
+	}
+}
+
 func runCases(t *testing.T, procs map[string]*k8sFlowProcessor, f family, cases []flowCase) {
 	for _, c := range cases {
 		t.Run(f.name+"/"+c.name, func(t *testing.T) {
@@ -157,6 +189,9 @@ func runCases(t *testing.T, procs map[string]*k8sFlowProcessor, f family, cases 
 			}
 			assert.Equal(t, r.CorrelationKey(), r.Key)
 			assert.NotEmpty(t, r.Key)
+			if c.key != "" {
+				assert.Equal(t, c.key, r.Key, "correlation key")
+			}
 		})
 	}
 }
@@ -193,6 +228,7 @@ func TestClassificationTable(t *testing.T) {
 		runCases(t, procs, f, antreaFindFlowTypeCases(f))
 		runCases(t, procs, f, seed000Cases(f))
 		runCases(t, procs, f, moreCases(f))
+		runCases(t, procs, f, nodePortCases(f))
 	}
 	// Every Antrea case is accounted for, and every difference says why.
 	var differs int

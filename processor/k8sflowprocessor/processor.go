@@ -97,11 +97,13 @@ func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.
 	}
 	var (
 		rec       flowrecord.Record
+		relays    []flowrecord.Record // onward legs of the scope's records, appended to it
 		c         batchCounts
 		decodeErr error
 	)
 	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
+			relays = relays[:0]
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
 				c.received++
 				if err := flowrecord.Decode(lr, &rec); err != nil {
@@ -122,8 +124,15 @@ func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.
 				}
 				flowrecord.Encode(&rec, lr)
 				c.enriched++
+				if relay, ok := relayLeg(&rec); ok {
+					relays = append(relays, relay)
+				}
 				return false
 			})
+			for i := range relays {
+				flowrecord.Encode(&relays[i], sl.LogRecords().AppendEmpty())
+				c.enriched++
+			}
 			return sl.LogRecords().Len() == 0
 		})
 		return rl.ScopeLogs().Len() == 0
@@ -184,7 +193,7 @@ func (p *k8sFlowProcessor) enrich(r *flowrecord.Record) (reason string, unresolv
 		unresolved++
 	}
 	r.Service = flowrecord.Service{}
-	if dnatted(r) {
+	if r.DNATed() {
 		if sp := v.Service(r.OriginalDestinationAddress, r.OriginalDestinationPort, r.Protocol); sp != nil {
 			r.Service = flowrecord.Service{PortName: sp.PortName, UID: sp.UID, Address: r.OriginalDestinationAddress, Port: r.OriginalDestinationPort}
 		}
@@ -192,6 +201,11 @@ func (p *k8sFlowProcessor) enrich(r *flowrecord.Record) (reason string, unresolv
 	v.Done()
 
 	r.FlowType = flowType(&r.Source, &r.Destination)
+	if receivedFromNode(r, local) && r.Destination.Kind.InCluster() {
+		// A Pod calling another Node's NodePort whose endpoint runs back on
+		// the caller's Node still went from one Node to the other.
+		r.FlowType = flowrecord.FlowTypeInterNode
+	}
 	side := reportedSide(r, local)
 	if side == flowrecord.SideUnknown {
 		return reasonNoLocalEndpoint, unresolved

@@ -158,19 +158,21 @@ func startBed(t testing.TB, opt options) *bed {
 	b.peer = peer.Build(t)
 
 	// Data plane.
-	b.lab, err = netlab.New(ctx, netlab.RunID(), 2)
+	// Three Nodes: a NodePort's endpoint may run on neither the client's Node
+	// nor the NodePort's.
+	b.lab, err = netlab.New(ctx, netlab.RunID(), 3)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.lab.Close() })
-	n1, n2 := b.lab.Nodes[0], b.lab.Nodes[1]
+	n1, n2, n3 := b.lab.Nodes[0], b.lab.Nodes[1], b.lab.Nodes[2]
 	for _, p := range []struct {
 		node *netlab.Node
 		name string
-	}{{n1, "client-a"}, {n1, "web-a"}, {n2, "web-b"}} {
+	}{{n1, "client-a"}, {n1, "web-a"}, {n2, "web-b"}, {n3, "web-c"}} {
 		pod, err := b.lab.AddPod(ctx, p.node, "default", p.name)
 		require.NoError(t, err)
 		b.pods[p.name] = pod
 	}
-	for _, name := range []string{"web-a", "web-b"} {
+	for _, name := range []string{"web-a", "web-b", "web-c"} {
 		peer.Serve(t, b.peer, b.pods[name].NS, replyBytes)
 	}
 	peer.Serve(t, b.peer, b.lab.External.NS, replyBytes)
@@ -184,6 +186,7 @@ func startBed(t testing.TB, opt options) *bed {
 	b.services["web-masq"] = svc("web-masq", "10.96.0.12", "fd00:10:96::12", b.pods["web-b"], 0, true)
 	b.services["web-etp-local"] = svc("web-etp-local", "10.96.0.13", "fd00:10:96::13", b.pods["web-b"], 30081, false)
 	b.services["web-etp-local"].ExternalTrafficPolicyLocal = true
+	b.services["web-far"] = svc("web-far", "10.96.0.14", "fd00:10:96::14", b.pods["web-c"], 30082, false)
 	for _, s := range b.services {
 		require.NoError(t, b.lab.AddService(ctx, s))
 	}
@@ -356,6 +359,10 @@ func (b *bed) endpoints(c Case) (ns string, client netip.Addr, to netip.AddrPort
 	case "node":
 		n := node(name)
 		ns, client = n.NS, pick(n.GatewayV4, n.GatewayV6)
+		if strings.HasPrefix(c.To, "nodeport:") {
+			// Another Node's address is reached over the transport network.
+			client = pick(n.TransportV4, n.TransportV6)
+		}
 	default:
 		ns, client = b.lab.External.NS, pick(b.lab.External.IPv4, b.lab.External.IPv6)
 	}

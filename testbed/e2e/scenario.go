@@ -87,6 +87,18 @@ func Cases() []Case {
 	add(Case{Name: "from external, NodePort on another Node (SNAT)", From: "external", To: "nodeport:web-remote@node-1", Proto: "tcp", Sport: 41011,
 		Expect: Expect{FlowType: 4, SourceKind: "external", DestinationPod: "web-b", DestinationNode: "node-2", ServicePortName: "default/web-remote:http",
 			CorrelationState: "paired", SourceIsClient: true}})
+	// Another Node's NodePort, reached from node-1: node-1 masquerades a Pod to
+	// its own address, node-2 DNATs (and masquerades) it; both key on node-1 →
+	// node-2:NodePort, so it is one record (DESIGN D3).
+	add(Case{Name: "Pod to the NodePort of another Node", From: "pod:client-a", To: "nodeport:web-remote@node-2", Proto: "tcp", Sport: 41013,
+		Expect: Expect{FlowType: 2, SourcePod: "client-a", SourceNode: "node-1", DestinationPod: "web-b", DestinationNode: "node-2",
+			ServicePortName: "default/web-remote:http", CorrelationState: "paired"}})
+	add(Case{Name: "Node to the NodePort of another Node", From: "node:node-1", To: "nodeport:web-remote@node-2", Proto: "tcp", Sport: 41014,
+		Expect: Expect{FlowType: 2, SourceKind: "node", SourceNode: "node-1", DestinationPod: "web-b", DestinationNode: "node-2",
+			ServicePortName: "default/web-remote:http", CorrelationState: "paired"}})
+	add(Case{Name: "Pod to the NodePort of another Node, endpoint on a third Node", From: "pod:client-a", To: "nodeport:web-far@node-2", Proto: "tcp", Sport: 41015,
+		Expect: Expect{FlowType: 2, SourcePod: "client-a", SourceNode: "node-1", DestinationPod: "web-c", DestinationNode: "node-3",
+			ServicePortName: "default/web-far:http", CorrelationState: "paired"}})
 	return cs
 }
 

@@ -19,6 +19,9 @@ type entry struct {
 	paired   bool // both halves seen
 	ready    bool // exportable: paired, not required, or exported unpaired
 	updated  bool // new data since the last export
+	// relay: one half is a relay leg (flowrecord.SideRelay); the connection
+	// is reported under its first leg's key, so this entry is never exported.
+	relay bool
 
 	firstSeen        time.Time
 	pairingDeadline  time.Time // pending half: export it unpaired then

@@ -10,6 +10,7 @@ const (
 	halfSource                  // the source endpoint's Node (or the ingress Node of a from-external flow)
 	halfDestination             // the destination endpoint's Node
 	halfBoth                    // both endpoints are local to the reporter
+	halfRelay                   // the onward leg a NodePort's Node sent to a third Node: a source half, folded away
 )
 
 // halfOf says which half r reports. The reporter's own word (Reporter.Side)
@@ -25,6 +26,8 @@ func halfOf(r *flowrecord.Record) half {
 		return halfDestination
 	case flowrecord.SideBoth:
 		return halfBoth
+	case flowrecord.SideRelay:
+		return halfRelay
 	}
 	if r.IsIngressNodeFromExternal() {
 		return halfSource
@@ -54,8 +57,11 @@ func halfOf(r *flowrecord.Record) half {
 // both from the destination Node. An unknown half is never "the same", so it
 // pairs with whatever is stored, as in Antrea.
 func sameHalf(a, b half) bool {
-	return (a == halfSource && b == halfSource) || (a == halfDestination && b == halfDestination)
+	return (isSource(a) && isSource(b)) || (a == halfDestination && b == halfDestination)
 }
+
+// isSource: a relay leg is the source half of its leg.
+func isSource(h half) bool { return h == halfSource || h == halfRelay }
 
 // correlationRequired says whether a connection has two halves to pair.
 // Denied connections never produce a second half: the source Node drops or

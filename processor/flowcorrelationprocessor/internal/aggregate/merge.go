@@ -36,6 +36,12 @@ func merge(stored, in *flowrecord.Record) {
 		stored.ProxySNATAddress = in.ProxySNATAddress
 		stored.ProxySNATPort = in.ProxySNATPort
 	}
+	// The mirror image: a destination half keyed by its pre-DNAT destination
+	// (another Node's NodePort, reached from the source Node) names the
+	// endpoint its Node chose, which the source half never saw.
+	if in.KeyedByPreDNAT() {
+		stored.Destination = in.Destination
+	}
 	if in.IsIngressNodeFromExternal() {
 		stored.FlowType = flowrecord.FlowTypeFromExternal
 	}

@@ -54,6 +54,10 @@ type Table struct {
 	queue   deadlineQueue
 	pending int // entries not ready: halves waiting for their peer
 
+	// OnRelayFolded, when set, is told of each export a relay leg's entry
+	// did not make (see flowrecord.SideRelay).
+	OnRelayFolded func(why Reason)
+
 	// OnPaired, when set, is told how long each pair waited for its second half.
 	OnPaired func(wait time.Duration)
 
@@ -94,6 +98,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 		return
 	}
 	pairedNow := false
+	e.relay = e.relay || h == halfRelay
 	if e.required && !e.paired && !sameHalf(e.first, h) {
 		merge(&e.rec, r)
 		if !e.ready {
@@ -119,6 +124,7 @@ func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) 
 	e.rec.Aggregation = nil
 	e.rec.Key = key
 	e.required = correlationRequired(r, h)
+	e.relay = h == halfRelay
 	e.ready = !e.required
 	if !e.ready {
 		t.pending++
@@ -210,6 +216,10 @@ func (t *Table) Flush(now time.Time, emit Emit) {
 // export hands a snapshot of e to emit, then starts a new reporting period:
 // deltas and throughputs reset, next periodic export one active timeout away.
 func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
+	if e.relay {
+		t.foldRelay(e, now, why)
+		return
+	}
 	t.out = e.rec
 	t.outAgg = e.agg
 	t.out.Aggregation = &t.outAgg
@@ -221,6 +231,19 @@ func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
 		t.out.Reporter = flowrecord.Reporter{Side: flowrecord.SideBoth}
 	}
 	emit(&t.out, why)
+	resetAfterExport(e)
+	e.updated = false
+	e.activeDeadline = now.Add(t.s.ActiveTimeout)
+}
+
+// foldRelay stands for an export of a relay leg's entry (the onward leg a
+// NodePort's Node sent to a third Node, and that Node's half): the
+// connection is exported under its first leg's key, so this one only
+// counts, and starts a new reporting period like an export.
+func (t *Table) foldRelay(e *entry, now time.Time, why Reason) {
+	if t.OnRelayFolded != nil {
+		t.OnRelayFolded(why)
+	}
 	resetAfterExport(e)
 	e.updated = false
 	e.activeDeadline = now.Add(t.s.ActiveTimeout)
