@@ -95,7 +95,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 	}
 	pairedNow := false
 	if e.required && !e.paired && !sameHalf(e.first, h) {
-		merge(&e.rec, r)
+		merge(&e.rec, r, h)
 		if !e.ready {
 			t.pending--
 		}
