@@ -13,6 +13,9 @@ type entry struct {
 	rec flowrecord.Record // Aggregation is nil here; agg holds it
 	agg flowrecord.Aggregation
 	key string
+	// ledger says what the deltas of the next export are; the counters in
+	// rec and agg hold totals only.
+	ledger ledger
 
 	first    half // the half of the first record, for the same-side test
 	required bool // the connection has two halves to pair

@@ -56,6 +56,11 @@ type Table struct {
 
 	// OnPaired, when set, is told how long each pair waited for its second half.
 	OnPaired func(wait time.Duration)
+	// OnLate, when set, is told of each record that is not newer than the
+	// last one of its side: an exact duplicate (the same end timestamp and
+	// totals), ignored; or a reordered distinct export, whose counts are
+	// exported once either way (see ledger).
+	OnLate func(duplicate bool)
 
 	out    flowrecord.Record // the record handed to Emit
 	outAgg flowrecord.Aggregation
@@ -104,9 +109,13 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 			t.OnPaired(now.Sub(e.firstSeen))
 		}
 	}
-	if addStats(e, r, h) {
+	fresh, what := addStats(e, r, h)
+	if fresh {
 		e.updated = true
 		e.inactiveDeadline = now.Add(t.s.InactiveTimeout)
+	}
+	if what != arrivalNewer && t.OnLate != nil {
+		t.OnLate(what == arrivalDuplicate)
 	}
 	if pairedNow {
 		t.export(e, now, ReasonReady, emit)
@@ -213,6 +222,7 @@ func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
 	t.out = e.rec
 	t.outAgg = e.agg
 	t.out.Aggregation = &t.outAgg
+	e.ledger.settle(&t.out, &t.outAgg)
 	t.out.Observed = now
 	t.out.Correlation = e.state()
 	t.out.Evicted = why == ReasonEvicted
