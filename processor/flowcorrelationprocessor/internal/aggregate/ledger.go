@@ -2,93 +2,83 @@ package aggregate
 
 import "github.com/flowtel/flowtel/internal/flowrecord"
 
-// The ledger is why exported deltas add up to the totals (DESIGN D10).
+// Why exported deltas add up to the totals (DESIGN D10).
 //
 // A Node's counters are cumulative and each of its exports carries the
 // total and the delta since its previous export, so an export covers the
-// range (total−delta, total] of each counter. The ledger keeps, per counter,
-// the lowest start of a range received (low) and how much has been exported
-// as deltas (reported); the highest end is the total the entry holds. An
-// export's delta is what the span [low, total] holds beyond what was
-// reported. Summed over a connection's exports, the deltas telescope to the
-// final total minus the lowest start: the final total when the Node reported
-// the connection from its beginning (its first delta is its total).
+// range (total−delta, total] of each counter. Per side and counter, the
+// entry keeps the span the side's records covered: its lowest start (lows)
+// and its end (the side's total). The delta of an export is how much the
+// span grew since the previous export: at the top when a newer record
+// raised the total, at the bottom when an older one reached below. Summed
+// over a connection's exports, the deltas telescope to the final total
+// minus the lowest start: the final total when the Node reported the
+// connection from its beginning (its first delta is its total).
 //
 // So the order of arrival does not matter and nothing needs telling apart
 // for the sums to hold: an exact duplicate covers a range already inside the
 // span and adds nothing; a reordered distinct export either lies inside the
-// span (its counts are in the later total that was already received, and
-// are exported with it) or lies below it (the span grows downward and its
-// deltas go out with the next export). A lost export's counts are in the
-// next total too. Antrea instead sums the deltas of a side's newer records
-// only, losing a late one's, and takes the common deltas from whichever
-// side reported last, which double counts when that side alternates.
+// span (its counts are in a later total already received, and exported with
+// it) or reaches below it (its deltas go out with the next export). A lost
+// export's counts are in the next total too. Antrea instead sums the deltas
+// of a side's newer records only, losing a late one's, and takes the common
+// deltas from whichever side reported last, which double counts when that
+// side alternates.
 //
-// The common counters get a span of their own: its end is the common total
-// (Antrea's: following the side that reported last, never going down), its
-// start the lowest start either side reported.
-type ledger struct {
-	common, source, destination sideLedger
+// The common counters' span ends at the common total (Antrea's: following
+// the side that reported last, never going down) and starts at the lowest
+// start of either side.
+
+// lows are the lowest starts of the ranges one side's records covered, per counter.
+type lows struct {
+	packets, octets, reversePackets, reverseOctets uint64
 }
 
-// sideLedger is the ledger of one reporter's (or the common) counters.
-type sideLedger struct {
-	seen     bool
-	forward  counterSpans // flowrecord.Record.Stats
-	backward counterSpans // flowrecord.Record.ReverseStats
+// lowsOf is where the ranges r covers start: total − delta (from 0 when a
+// delta exceeds its total, which only bad input does).
+func lowsOf(r *flowrecord.Record) lows {
+	return lows{minus(r.Stats.PacketTotal, r.Stats.PacketDelta), minus(r.Stats.OctetTotal, r.Stats.OctetDelta),
+		minus(r.ReverseStats.PacketTotal, r.ReverseStats.PacketDelta), minus(r.ReverseStats.OctetTotal, r.ReverseStats.OctetDelta)}
 }
 
-type counterSpans struct{ packets, octets span }
-
-type span struct{ low, reported uint64 }
-
-// cover extends l with the ranges r covers and reports whether they reached
-// below what l covered.
-func (l *sideLedger) cover(r *flowrecord.Record) bool {
-	first := !l.seen
-	l.seen = true
-	f := l.forward.cover(&r.Stats, first)
-	b := l.backward.cover(&r.ReverseStats, first)
-	return f || b
-}
-
-func (c *counterSpans) cover(in *flowrecord.Counters, first bool) bool {
-	p := c.packets.cover(in.PacketTotal, in.PacketDelta, first)
-	o := c.octets.cover(in.OctetTotal, in.OctetDelta, first)
-	return p || o
-}
-
-func (s *span) cover(total, delta uint64, first bool) bool {
-	low := minus(total, delta) // a delta above its total would be bad input: count from 0
-	if first || low < s.low {
-		s.low = low
-		return !first
+// lower moves l down to o where o is lower, and returns by how much.
+func (l *lows) lower(o lows) (drop lows) {
+	lowerOne := func(l *uint64, o uint64, drop *uint64) {
+		if o < *l {
+			*drop, *l = *l-o, o
+		}
 	}
-	return false
+	lowerOne(&l.packets, o.packets, &drop.packets)
+	lowerOne(&l.octets, o.octets, &drop.octets)
+	lowerOne(&l.reversePackets, o.reversePackets, &drop.reversePackets)
+	lowerOne(&l.reverseOctets, o.reverseOctets, &drop.reverseOctets)
+	return drop
 }
 
-// settle writes into out the deltas of an export whose totals are out's,
-// and counts them as reported.
-func (l *sideLedger) settle(out, outReverse *flowrecord.Counters) {
-	l.forward.settle(out)
-	l.backward.settle(outReverse)
+func (l lows) zero() bool { return l == lows{} }
+
+// minLows is the lower of a and b, per counter.
+func minLows(a, b lows) lows {
+	return lows{min(a.packets, b.packets), min(a.octets, b.octets),
+		min(a.reversePackets, b.reversePackets), min(a.reverseOctets, b.reverseOctets)}
 }
 
-func (c *counterSpans) settle(out *flowrecord.Counters) {
-	out.PacketDelta = c.packets.settle(out.PacketTotal)
-	out.OctetDelta = c.octets.settle(out.OctetTotal)
+// addDeltas adds to the unexported deltas of stats and reverse.
+func addDeltas(stats, reverse *flowrecord.Counters, d lows) {
+	stats.PacketDelta += d.packets
+	stats.OctetDelta += d.octets
+	reverse.PacketDelta += d.reversePackets
+	reverse.OctetDelta += d.reverseOctets
 }
 
-func (s *span) settle(total uint64) uint64 {
-	d := minus(minus(total, s.low), s.reported)
-	s.reported += d
-	return d
+// growth is how much the totals of stats and reverse rose above before's.
+func growth(stats, reverse *flowrecord.Counters, before [2]flowrecord.Counters) lows {
+	return lows{minus(stats.PacketTotal, before[0].PacketTotal), minus(stats.OctetTotal, before[0].OctetTotal),
+		minus(reverse.PacketTotal, before[1].PacketTotal), minus(reverse.OctetTotal, before[1].OctetTotal)}
 }
 
-// settle writes the deltas of an export of rec and agg (copies of the
-// entry's record and statistics) and counts them as reported.
-func (l *ledger) settle(rec *flowrecord.Record, agg *flowrecord.Aggregation) {
-	l.common.settle(&rec.Stats, &rec.ReverseStats)
-	l.source.settle(&agg.StatsFromSource, &agg.ReverseStatsFromSource)
-	l.destination.settle(&agg.StatsFromDestination, &agg.ReverseStatsFromDestination)
+// spanOf is what a span from low to the totals of stats and reverse holds.
+func spanOf(stats, reverse *flowrecord.Counters, low lows) lows {
+	return growth(stats, reverse, [2]flowrecord.Counters{
+		{PacketTotal: low.packets, OctetTotal: low.octets}, {PacketTotal: low.reversePackets, OctetTotal: low.reverseOctets}})
 }

@@ -38,29 +38,31 @@ func sidesOf(required bool, h half) (src, dst bool) {
 }
 
 // initStats fills e's statistics from the first record of its connection:
-// totals as reported, the counter ranges it covers (so its deltas are
-// exported), throughput over the record's whole life.
+// totals as reported, deltas what the record's counter ranges span (its own
+// deltas, see ledger.go), throughput over the record's whole life.
 func initStats(e *entry, r *flowrecord.Record, h half) {
 	a := &e.agg
 	life := lifetime(r)
 	a.Throughput = bitsPerSecond(r.Stats.OctetTotal, life)
 	a.ReverseThroughput = bitsPerSecond(r.ReverseStats.OctetTotal, life)
+	low := lowsOf(r)
 	e.rec.Stats, e.rec.ReverseStats = totalsOf(r.Stats), totalsOf(r.ReverseStats)
-	e.ledger.common.cover(r)
+	addDeltas(&e.rec.Stats, &e.rec.ReverseStats, spanOf(&e.rec.Stats, &e.rec.ReverseStats, low))
 	src, dst := sidesOf(e.required, h)
 	if src {
-		fillSide(sourceSide(a), r, a)
-		e.ledger.source.cover(r)
+		fillSide(sourceSide(a), &e.sourceLow, r, a)
 	}
 	if dst {
-		fillSide(destinationSide(a), r, a)
-		e.ledger.destination.cover(r)
+		fillSide(destinationSide(a), &e.destinationLow, r, a)
 	}
 }
 
-func fillSide(s side, r *flowrecord.Record, a *flowrecord.Aggregation) {
+// fillSide starts side s from r, its first record.
+func fillSide(s side, low *lows, r *flowrecord.Record, a *flowrecord.Aggregation) {
 	*s.end = r.End
+	*low = lowsOf(r)
 	*s.stats, *s.reverse = totalsOf(r.Stats), totalsOf(r.ReverseStats)
+	addDeltas(s.stats, s.reverse, spanOf(s.stats, s.reverse, *low))
 	*s.throughput, *s.reverseTP = a.Throughput, a.ReverseThroughput
 }
 
@@ -77,28 +79,36 @@ const (
 // Antrea: per-side totals are the side's latest report, the common totals
 // follow the side that reported last (never going down), throughputs are
 // bits/s over the gap between that side's previous and current end
-// timestamps. Deltas do not: they come from the ledger (see ledger), so they
-// add up to the totals whatever the order of arrival. It reports whether r
-// brought anything new to export: a newer record does, a reordered one only
-// when it covers counts no record before it covered; a duplicate never does.
-// Antrea would move a side's end timestamp back on an older record; we never
-// do, so that duplicates and reordering cannot distort the next throughput.
+// timestamps. Deltas do not: they are how much the counter spans grew (see
+// ledger.go), so they add up to the totals whatever the order of arrival.
+// It reports whether r brought anything new to export (a newer record does;
+// a reordered one only when it reaches below what its side covered; a
+// duplicate never does) and what kind of arrival it was. Antrea would move a
+// side's end timestamp back on an older record; we never do, so that
+// duplicates and reordering cannot distort the next throughput.
 func addStats(e *entry, r *flowrecord.Record, h half) (fresh bool, what arrival) {
 	latest := !r.End.Before(e.rec.End)
 	src, dst := sidesOf(e.required, h)
-	fresh = e.ledger.common.cover(r)
+	commonBefore := [2]flowrecord.Counters{e.rec.Stats, e.rec.ReverseStats}
+	lowBefore := e.commonLow()
 	what = arrivalDuplicate
 	if src {
-		f, w := updateSide(e, sourceSide(&e.agg), &e.ledger.source, r, latest)
+		f, w := updateSide(e, sourceSide(&e.agg), &e.sourceLow, r, latest)
 		fresh, what = fresh || f, min(what, w)
 	}
 	if dst {
-		f, w := updateSide(e, destinationSide(&e.agg), &e.ledger.destination, r, latest)
+		f, w := updateSide(e, destinationSide(&e.agg), &e.destinationLow, r, latest)
 		fresh, what = fresh || f, min(what, w)
 	}
 	if !fresh {
 		return false, what
 	}
+	// The common span grows at the top with the common totals, and at the
+	// bottom when a side reached below both.
+	addDeltas(&e.rec.Stats, &e.rec.ReverseStats, growth(&e.rec.Stats, &e.rec.ReverseStats, commonBefore))
+	addDeltas(&e.rec.Stats, &e.rec.ReverseStats, spanOf(
+		&flowrecord.Counters{PacketTotal: lowBefore.packets, OctetTotal: lowBefore.octets},
+		&flowrecord.Counters{PacketTotal: lowBefore.reversePackets, OctetTotal: lowBefore.reverseOctets}, e.commonLow()))
 	if latest && what == arrivalNewer {
 		e.rec.End = r.End
 		e.rec.TCPState = r.TCPState
@@ -109,35 +119,67 @@ func addStats(e *entry, r *flowrecord.Record, h half) (fresh bool, what arrival)
 	return true, what
 }
 
-func updateSide(e *entry, s side, l *sideLedger, r *flowrecord.Record, latest bool) (fresh bool, what arrival) {
-	extended := l.cover(r)
+// commonLow is where the common counters' span starts: the lower of the
+// sides' lowest starts, over the sides reported so far.
+func (e *entry) commonLow() lows {
+	switch src, dst := !e.agg.EndFromSource.IsZero(), !e.agg.EndFromDestination.IsZero(); {
+	case src && dst:
+		return minLows(e.sourceLow, e.destinationLow)
+	case src:
+		return e.sourceLow
+	default:
+		return e.destinationLow
+	}
+}
+
+func updateSide(e *entry, s side, low *lows, r *flowrecord.Record, latest bool) (fresh bool, what arrival) {
 	prev := *s.end
-	if !prev.IsZero() && !r.End.After(prev) {
+	if prev.IsZero() { // the side's first record: the other half's, pairing
+		fillSide(s, low, r, &e.agg)
+		*s.throughput = bitsPerSecond(r.Stats.OctetTotal, lifetime(r))
+		*s.reverseTP = bitsPerSecond(r.ReverseStats.OctetTotal, lifetime(r))
+		if latest {
+			followSide(e, s)
+		}
+		return true, arrivalNewer
+	}
+	drop := low.lower(lowsOf(r))
+	addDeltas(s.stats, s.reverse, drop)
+	if !r.End.After(prev) {
 		what = arrivalReordered
 		if r.End.Equal(prev) && sameTotals(&r.Stats, s.stats) && sameTotals(&r.ReverseStats, s.reverse) {
 			what = arrivalDuplicate
 		}
-		return extended, what
-	}
-	if prev.IsZero() {
-		prev = r.Start
+		return !drop.zero(), what
 	}
 	*s.end = r.End
 	gap := r.End.Sub(prev)
 	*s.throughput = bitsPerSecond(minus(r.Stats.OctetTotal, s.stats.OctetTotal), gap)
 	*s.reverseTP = bitsPerSecond(minus(r.ReverseStats.OctetTotal, s.reverse.OctetTotal), gap)
-	*s.stats, *s.reverse = totalsOf(r.Stats), totalsOf(r.ReverseStats)
+	before := [2]flowrecord.Counters{*s.stats, *s.reverse}
+	replaceTotals(s.stats, &r.Stats)
+	replaceTotals(s.reverse, &r.ReverseStats)
+	addDeltas(s.stats, s.reverse, growth(s.stats, s.reverse, before))
 	if latest {
-		followSide(&e.rec.Stats, s.stats)
-		followSide(&e.rec.ReverseStats, s.reverse)
-		e.agg.Throughput, e.agg.ReverseThroughput = *s.throughput, *s.reverseTP
+		followSide(e, s)
 	}
 	return true, arrivalNewer
 }
 
-// followSide updates the common totals from the side that reported last;
-// they never go down.
-func followSide(common, side *flowrecord.Counters) {
+// replaceTotals takes the reporter's latest totals; the deltas are the span's.
+func replaceTotals(side, in *flowrecord.Counters) {
+	side.PacketTotal, side.OctetTotal = in.PacketTotal, in.OctetTotal
+}
+
+// followSide updates the common totals and throughputs from side s, which
+// reported last; the totals never go down.
+func followSide(e *entry, s side) {
+	followTotals(&e.rec.Stats, s.stats)
+	followTotals(&e.rec.ReverseStats, s.reverse)
+	e.agg.Throughput, e.agg.ReverseThroughput = *s.throughput, *s.reverseTP
+}
+
+func followTotals(common, side *flowrecord.Counters) {
 	common.PacketTotal = max(common.PacketTotal, side.PacketTotal)
 	common.OctetTotal = max(common.OctetTotal, side.OctetTotal)
 }
@@ -150,10 +192,14 @@ func sameTotals(a, b *flowrecord.Counters) bool {
 	return a.PacketTotal == b.PacketTotal && a.OctetTotal == b.OctetTotal
 }
 
-// resetAfterExport clears the throughputs, which are reported "since the
-// last export"; totals stay, and deltas are the ledger's.
+// resetAfterExport clears what is reported "since the last export": all
+// deltas and all throughputs; totals and spans stay.
 func resetAfterExport(e *entry) {
 	a := &e.agg
+	for _, c := range []*flowrecord.Counters{&e.rec.Stats, &e.rec.ReverseStats,
+		&a.StatsFromSource, &a.ReverseStatsFromSource, &a.StatsFromDestination, &a.ReverseStatsFromDestination} {
+		c.PacketDelta, c.OctetDelta = 0, 0
+	}
 	a.Throughput, a.ReverseThroughput = 0, 0
 	a.ThroughputFromSource, a.ReverseThroughputFromSource = 0, 0
 	a.ThroughputFromDestination, a.ReverseThroughputFromDestination = 0, 0

@@ -59,7 +59,7 @@ type Table struct {
 	// OnLate, when set, is told of each record that is not newer than the
 	// last one of its side: an exact duplicate (the same end timestamp and
 	// totals), ignored; or a reordered distinct export, whose counts are
-	// exported once either way (see ledger).
+	// exported once either way (see ledger.go).
 	OnLate func(duplicate bool)
 
 	out    flowrecord.Record // the record handed to Emit
@@ -106,7 +106,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 		}
 		e.paired, e.ready, pairedNow = true, true, true
 		if t.OnPaired != nil {
-			t.OnPaired(now.Sub(e.firstSeen))
+			t.OnPaired(now.Sub(e.pairingDeadline.Add(-t.s.PairingTimeout)))
 		}
 	}
 	fresh, what := addStats(e, r, h)
@@ -124,7 +124,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 }
 
 func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) *entry {
-	e := &entry{rec: *r, key: key, first: h, firstSeen: now, updated: true}
+	e := &entry{rec: *r, key: key, first: h, updated: true}
 	e.rec.Aggregation = nil
 	e.rec.Key = key
 	e.required = correlationRequired(r, h)
@@ -222,7 +222,6 @@ func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
 	t.out = e.rec
 	t.outAgg = e.agg
 	t.out.Aggregation = &t.outAgg
-	e.ledger.settle(&t.out, &t.outAgg)
 	t.out.Observed = now
 	t.out.Correlation = e.state()
 	t.out.Evicted = why == ReasonEvicted
