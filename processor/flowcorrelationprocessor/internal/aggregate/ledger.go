@@ -42,17 +42,21 @@ func lowsOf(r *flowrecord.Record) lows {
 }
 
 // lower moves l down to o where o is lower, and returns by how much.
-func (l *lows) lower(o lows) (drop lows) {
-	lowerOne := func(l *uint64, o uint64, drop *uint64) {
-		if o < *l {
-			*drop, *l = *l-o, o
-		}
-	}
-	lowerOne(&l.packets, o.packets, &drop.packets)
-	lowerOne(&l.octets, o.octets, &drop.octets)
-	lowerOne(&l.reversePackets, o.reversePackets, &drop.reversePackets)
-	lowerOne(&l.reverseOctets, o.reverseOctets, &drop.reverseOctets)
+func (l *lows) lower(o lows) lows {
+	drop := l.minus(o)
+	*l = minLows(*l, o)
 	return drop
+}
+
+// minus is l−o per counter, 0 where o is not lower.
+func (l lows) minus(o lows) lows {
+	return lows{minus(l.packets, o.packets), minus(l.octets, o.octets),
+		minus(l.reversePackets, o.reversePackets), minus(l.reverseOctets, o.reverseOctets)}
+}
+
+// plus is l+o per counter.
+func (l lows) plus(o lows) lows {
+	return lows{l.packets + o.packets, l.octets + o.octets, l.reversePackets + o.reversePackets, l.reverseOctets + o.reverseOctets}
 }
 
 func (l lows) zero() bool { return l == lows{} }
@@ -71,14 +75,8 @@ func addDeltas(stats, reverse *flowrecord.Counters, d lows) {
 	reverse.OctetDelta += d.reverseOctets
 }
 
-// growth is how much the totals of stats and reverse rose above before's.
-func growth(stats, reverse *flowrecord.Counters, before [2]flowrecord.Counters) lows {
-	return lows{minus(stats.PacketTotal, before[0].PacketTotal), minus(stats.OctetTotal, before[0].OctetTotal),
-		minus(reverse.PacketTotal, before[1].PacketTotal), minus(reverse.OctetTotal, before[1].OctetTotal)}
-}
-
 // spanOf is what a span from low to the totals of stats and reverse holds.
 func spanOf(stats, reverse *flowrecord.Counters, low lows) lows {
-	return growth(stats, reverse, [2]flowrecord.Counters{
-		{PacketTotal: low.packets, OctetTotal: low.octets}, {PacketTotal: low.reversePackets, OctetTotal: low.reverseOctets}})
+	return lows{minus(stats.PacketTotal, low.packets), minus(stats.OctetTotal, low.octets),
+		minus(reverse.PacketTotal, low.reversePackets), minus(reverse.OctetTotal, low.reverseOctets)}
 }

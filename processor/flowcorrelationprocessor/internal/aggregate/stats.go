@@ -89,26 +89,26 @@ const (
 func addStats(e *entry, r *flowrecord.Record, h half) (fresh bool, what arrival) {
 	latest := !r.End.Before(e.rec.End)
 	src, dst := sidesOf(e.required, h)
-	commonBefore := [2]flowrecord.Counters{e.rec.Stats, e.rec.ReverseStats}
-	lowBefore := e.commonLow()
 	what = arrivalDuplicate
+	var srcMove, dstMove lowMove
 	if src {
-		f, w := updateSide(e, sourceSide(&e.agg), &e.sourceLow, r, latest)
-		fresh, what = fresh || f, min(what, w)
+		f, w, m := updateSide(e, sourceSide(&e.agg), &e.sourceLow, r, latest)
+		fresh, what, srcMove = fresh || f, min(what, w), m
 	}
 	if dst {
-		f, w := updateSide(e, destinationSide(&e.agg), &e.destinationLow, r, latest)
-		fresh, what = fresh || f, min(what, w)
+		f, w, m := updateSide(e, destinationSide(&e.agg), &e.destinationLow, r, latest)
+		fresh, what, dstMove = fresh || f, min(what, w), m
 	}
 	if !fresh {
 		return false, what
 	}
-	// The common span grows at the top with the common totals, and at the
-	// bottom when a side reached below both.
-	addDeltas(&e.rec.Stats, &e.rec.ReverseStats, growth(&e.rec.Stats, &e.rec.ReverseStats, commonBefore))
-	addDeltas(&e.rec.Stats, &e.rec.ReverseStats, spanOf(
-		&flowrecord.Counters{PacketTotal: lowBefore.packets, OctetTotal: lowBefore.octets},
-		&flowrecord.Counters{PacketTotal: lowBefore.reversePackets, OctetTotal: lowBefore.reverseOctets}, e.commonLow()))
+	if srcMove.moved() || dstMove.moved() {
+		// The common span also grows at the bottom when a side reached below both.
+		before, ok := e.commonLowBefore(srcMove, dstMove)
+		if ok {
+			addDeltas(&e.rec.Stats, &e.rec.ReverseStats, before.minus(e.commonLow()))
+		}
+	}
 	if latest && what == arrivalNewer {
 		e.rec.End = r.End
 		e.rec.TCPState = r.TCPState
@@ -118,6 +118,15 @@ func addStats(e *entry, r *flowrecord.Record, h half) (fresh bool, what arrival)
 	}
 	return true, what
 }
+
+// lowMove is how a side's span start moved on a record: its first record
+// (the side was not seen before), or lowered by drop.
+type lowMove struct {
+	first bool
+	drop  lows
+}
+
+func (m lowMove) moved() bool { return m.first || !m.drop.zero() }
 
 // commonLow is where the common counters' span starts: the lower of the
 // sides' lowest starts, over the sides reported so far.
@@ -132,7 +141,28 @@ func (e *entry) commonLow() lows {
 	}
 }
 
-func updateSide(e *entry, s side, low *lows, r *flowrecord.Record, latest bool) (fresh bool, what arrival) {
+// commonLowBefore is commonLow before the sides moved as src and dst say;
+// false when no side had been seen.
+func (e *entry) commonLowBefore(src, dst lowMove) (lows, bool) {
+	var before lows
+	ok := false
+	take := func(seen bool, m lowMove, now lows) {
+		if !seen || m.first {
+			return
+		}
+		was := now.plus(m.drop)
+		if ok {
+			was = minLows(before, was)
+		}
+		before, ok = was, true
+	}
+	take(!e.agg.EndFromSource.IsZero(), src, e.sourceLow)
+	take(!e.agg.EndFromDestination.IsZero(), dst, e.destinationLow)
+	return before, ok
+}
+
+// updateSide folds r into side s, whose span starts at low.
+func updateSide(e *entry, s side, low *lows, r *flowrecord.Record, latest bool) (fresh bool, what arrival, move lowMove) {
 	prev := *s.end
 	if prev.IsZero() { // the side's first record: the other half's, pairing
 		fillSide(s, low, r, &e.agg)
@@ -141,38 +171,42 @@ func updateSide(e *entry, s side, low *lows, r *flowrecord.Record, latest bool) 
 		if latest {
 			followSide(e, s)
 		}
-		return true, arrivalNewer
+		return true, arrivalNewer, lowMove{first: true}
 	}
-	drop := low.lower(lowsOf(r))
-	addDeltas(s.stats, s.reverse, drop)
-	if !r.End.After(prev) {
+	move.drop = low.lower(lowsOf(r))
+	if !move.drop.zero() {
+		addDeltas(s.stats, s.reverse, move.drop)
+	}
+	if order := r.End.Compare(prev); order <= 0 {
 		what = arrivalReordered
-		if r.End.Equal(prev) && sameTotals(&r.Stats, s.stats) && sameTotals(&r.ReverseStats, s.reverse) {
+		if order == 0 && sameTotals(&r.Stats, s.stats) && sameTotals(&r.ReverseStats, s.reverse) {
 			what = arrivalDuplicate
 		}
-		return !drop.zero(), what
+		return move.moved(), what, move
 	}
 	*s.end = r.End
 	gap := r.End.Sub(prev)
 	*s.throughput = bitsPerSecond(minus(r.Stats.OctetTotal, s.stats.OctetTotal), gap)
 	*s.reverseTP = bitsPerSecond(minus(r.ReverseStats.OctetTotal, s.reverse.OctetTotal), gap)
-	before := [2]flowrecord.Counters{*s.stats, *s.reverse}
-	replaceTotals(s.stats, &r.Stats)
-	replaceTotals(s.reverse, &r.ReverseStats)
-	addDeltas(s.stats, s.reverse, growth(s.stats, s.reverse, before))
+	growTotals(s.stats, &r.Stats)
+	growTotals(s.reverse, &r.ReverseStats)
 	if latest {
 		followSide(e, s)
 	}
-	return true, arrivalNewer
+	return true, arrivalNewer, move
 }
 
-// replaceTotals takes the reporter's latest totals; the deltas are the span's.
-func replaceTotals(side, in *flowrecord.Counters) {
+// growTotals takes the reporter's latest totals and adds how much they
+// rose to the deltas (the top of the span).
+func growTotals(side, in *flowrecord.Counters) {
+	side.PacketDelta += minus(in.PacketTotal, side.PacketTotal)
+	side.OctetDelta += minus(in.OctetTotal, side.OctetTotal)
 	side.PacketTotal, side.OctetTotal = in.PacketTotal, in.OctetTotal
 }
 
 // followSide updates the common totals and throughputs from side s, which
-// reported last; the totals never go down.
+// reported last. The totals never go down; how much they rise is added to
+// the common deltas (the top of the common span).
 func followSide(e *entry, s side) {
 	followTotals(&e.rec.Stats, s.stats)
 	followTotals(&e.rec.ReverseStats, s.reverse)
@@ -180,6 +214,8 @@ func followSide(e *entry, s side) {
 }
 
 func followTotals(common, side *flowrecord.Counters) {
+	common.PacketDelta += minus(side.PacketTotal, common.PacketTotal)
+	common.OctetDelta += minus(side.OctetTotal, common.OctetTotal)
 	common.PacketTotal = max(common.PacketTotal, side.PacketTotal)
 	common.OctetTotal = max(common.OctetTotal, side.OctetTotal)
 }
