@@ -481,7 +481,7 @@ func buildAttributes() []attribute {
 			doc("End of the latest record from the destination Node, ns since the Unix epoch.").
 			ie("flowEndSecondsFromDestinationNode (152, 56506)").col("flowEndSecondsFromDestinationNode"),
 	)
-	add(countersAttrs("flow.source_node.", "as reported by the source Node (deltas summed since the gateway's previous export)", "", "FromSourceNode",
+	add(countersAttrs("flow.source_node.", "as reported by the source Node (deltas: what its reports added since the gateway's previous export, in any arrival order)", "", "FromSourceNode",
 		[4]int{120, 121, 122, 123}, 56506, false, true, func(r *Record) *Counters { return &aggregation(r).StatsFromSource })...)
 	add(countersAttrs("flow.source_node.reverse.", "replies, as reported by the source Node", "reverse", "FromSourceNode",
 		[4]int{124, 125, 126, 127}, 56506, false, true, func(r *Record) *Counters { return &aggregation(r).ReverseStatsFromSource })...)

@@ -65,6 +65,13 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clk c
 			p.tel.pairs.Add(context.Background(), 1)
 			p.tel.timeToPair.Record(context.Background(), wait.Seconds())
 		}
+		p.table.OnLate = func(duplicate bool) {
+			kind := lateReordered
+			if duplicate {
+				kind = lateDuplicate
+			}
+			p.tel.late.Add(context.Background(), 1, kind)
+		}
 		p.tick = tickInterval(cfg)
 	}
 	return p, nil

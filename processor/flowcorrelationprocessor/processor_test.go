@@ -316,3 +316,23 @@ func TestProxyMode(t *testing.T) {
 	require.Error(t, h2.p.ConsumeLogs(ctx, logsOf(src)))
 	assert.EqualValues(t, 1, h2.sum(t, "records.failed", reason("downstream_error")))
 }
+
+// A duplicate and a reordered export are counted by kind (nothing is set
+// aside without a counter); the reordered one's counts are exported.
+func TestLateRecordsAreCounted(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	h := newHarness(t, aggregateConfig(), sink)
+	src1, dst1 := interNode(1, t0.Add(5*time.Second), 1000, 1010)
+	src2, _ := interNode(1, t0.Add(10*time.Second), 3000, 0)
+	src1.Stats.OctetDelta, dst1.Stats.OctetDelta, src2.Stats.OctetDelta = 1000, 1010, 2000
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src2, dst1, dst1, src1)))
+	h.clock.advance(time.Hour)
+	got := decodeAllLogs(t, sink.AllLogs())
+	var sum uint64
+	for _, r := range got {
+		sum += r.Aggregation.StatsFromSource.OctetDelta
+	}
+	assert.Equal(t, uint64(3000), sum, "the source's deltas add up to its total")
+	assert.EqualValues(t, 1, h.sum(t, "records.late", attribute.String("kind", "duplicate")))
+	assert.EqualValues(t, 1, h.sum(t, "records.late", attribute.String("kind", "reordered")))
+}

@@ -39,6 +39,7 @@ type telemetry struct {
 	pairs         metric.Int64Counter
 	unpaired      metric.Int64Counter
 	earlyExported metric.Int64Counter
+	late          metric.Int64Counter
 	timeToPair    metric.Float64Histogram
 
 	pending atomic.Int64 // halves waiting for their peer
@@ -64,6 +65,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.pairs = counter("pairs", "{pair}", "Connections whose two halves were paired.")
 	t.unpaired = counter("records.unpaired", "{record}", "Halves exported without a peer, by reason (pairing_timeout, evicted, flush).")
 	t.earlyExported = counter("records.early_exported", "{record}", "Records exported before their deadline because max_records was reached.")
+	t.late = counter("records.late", "{record}", "Records not newer than the last one of their side, by kind (duplicate: ignored; reordered: its counts exported once).")
 	t.timeToPair, errs = m.Float64Histogram(metricPrefix+"pairing.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time a half waited for its peer."),
 		metric.WithExplicitBucketBoundaries(0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 180, 300))
@@ -95,6 +97,12 @@ func (t *telemetry) shutdown() error {
 func withReason(r string) metric.AddOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
 }
+
+// Kinds of a late record.
+var (
+	lateDuplicate = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "duplicate")))
+	lateReordered = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "reordered")))
+)
 
 func withState(s string) metric.AddOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("state", s)))

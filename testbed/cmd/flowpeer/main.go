@@ -4,7 +4,7 @@
 // the byte counts conntrack must report.
 //
 //	flowpeer serve -listen [::]:8080 [-reply 1000]             # TCP and UDP on the same port
-//	flowpeer send -proto tcp|udp -to 10.96.0.10:80 -bytes 5000 [-sport 40000] [-hold 2s]
+//	flowpeer send -proto tcp|udp -to 10.96.0.10:80 -bytes 5000 [-sport 40000] [-hold 2s] [-over 10s]
 package main
 
 import (
@@ -83,6 +83,7 @@ func send(args []string) error {
 	sport := fs.Int("sport", 0, "source port (0: any)")
 	hold := fs.Duration("hold", 0, "keep the connection open this long after sending (TCP)")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after")
+	over := fs.Duration("over", 0, "spread the payload evenly over this long, in 20 writes (TCP): a long-lived transfer")
 	_ = fs.Parse(args)
 
 	d := net.Dialer{Timeout: *timeout}
@@ -99,8 +100,8 @@ func send(args []string) error {
 		return err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(*timeout + *hold))
-	if _, err := c.Write(make([]byte, *n)); err != nil {
+	_ = c.SetDeadline(time.Now().Add(*timeout + *hold + *over))
+	if err := write(c, *n, *over); err != nil {
 		return err
 	}
 	if *proto == "udp" {
@@ -115,4 +116,30 @@ func send(args []string) error {
 	got, err := io.Copy(io.Discard, c)
 	fmt.Println("received", got)
 	return err
+}
+
+// write sends n bytes on c: at once, or in 20 equal writes spread over over.
+func write(c net.Conn, n int, over time.Duration) error {
+	if over <= 0 {
+		_, err := c.Write(make([]byte, n))
+		return err
+	}
+	const steps = 20
+	for i := range steps {
+		chunk := n/steps + boolInt(i < n%steps)
+		if _, err := c.Write(make([]byte, chunk)); err != nil {
+			return err
+		}
+		if i < steps-1 {
+			time.Sleep(over / (steps - 1))
+		}
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -13,6 +13,10 @@ type entry struct {
 	rec flowrecord.Record // Aggregation is nil here; agg holds it
 	agg flowrecord.Aggregation
 	key string
+	// sourceLow and destinationLow are each side's counter spans' lowest
+	// starts (see ledger.go); the deltas in rec and agg are what is not
+	// exported yet.
+	sourceLow, destinationLow lows
 
 	first    half // the half of the first record, for the same-side test
 	required bool // the connection has two halves to pair
@@ -23,8 +27,9 @@ type entry struct {
 	// is reported under its first leg's key, so this entry is never exported.
 	relay bool
 
-	firstSeen        time.Time
-	pairingDeadline  time.Time // pending half: export it unpaired then
+	// pairingDeadline is when a pending half is exported unpaired: its
+	// arrival plus the pairing timeout (the arrival is not kept apart).
+	pairingDeadline  time.Time
 	activeDeadline   time.Time // ready: re-export then, if updated
 	inactiveDeadline time.Time // ready: forget then (after a last export if updated)
 

@@ -5,19 +5,18 @@ import "github.com/flowtel/flowtel/internal/flowrecord"
 // merge completes stored (one half of a connection) with what the other half,
 // in, knows: every non-empty Kubernetes field of in overwrites stored's, as
 // Antrea's Flow Aggregator does. Addresses, ports, counters, conntrack data
-// and the flow type stay the first record's, with one exception: when in is a
+// and the flow type stay the first record's, with two exceptions. The
+// pre-DNAT destination is the one a translating half saw (see
+// mergeOriginalDestination). And when in is a
 // source half keyed by its SNAT address (flowrecord.KeyedBySNAT: the ingress
 // Node of an SNATed from-external flow, or a source Node whose proxy
 // masqueraded the connection), stored learns the real client as its source and
 // the SNAT address and port, and a from-external flow becomes FROM_EXTERNAL
 // again; so either arrival order gives the same record.
-func merge(stored, in *flowrecord.Record) {
+func merge(stored, in *flowrecord.Record, h half) {
 	mergeEndpoint(&stored.Source, &in.Source)
 	mergeEndpoint(&stored.Destination, &in.Destination)
-	if in.OriginalDestinationAddress.IsValid() && !in.OriginalDestinationAddress.IsUnspecified() {
-		stored.OriginalDestinationAddress = in.OriginalDestinationAddress
-	}
-	setIf(&stored.OriginalDestinationPort, in.OriginalDestinationPort)
+	mergeOriginalDestination(stored, in, h)
 	setIf(&stored.Service.PortName, in.Service.PortName)
 	setIf(&stored.Service.UID, in.Service.UID)
 	if in.Service.Address.IsValid() && !in.Service.Address.IsUnspecified() {
@@ -45,6 +44,38 @@ func merge(stored, in *flowrecord.Record) {
 	if in.IsIngressNodeFromExternal() {
 		stored.FlowType = flowrecord.FlowTypeFromExternal
 	}
+}
+
+// mergeOriginalDestination keeps the pre-DNAT destination of the half that
+// performed the translation. Only that Node's conntrack saw the Service
+// address (ClusterIP:port, NodeIP:NodePort); the other half has no DNAT, so
+// its "original destination" is the Pod itself, and Antrea's rule (in's
+// non-empty value wins) would overwrite the Service address whenever the
+// translating half arrived first. A half that saw no translation only fills
+// a stored half that knows none; when both halves saw one, the source half's
+// wins, as the address the client dialled, so either arrival order gives the
+// same record.
+func mergeOriginalDestination(stored, in *flowrecord.Record, h half) {
+	if !knowsOriginalDestination(in) {
+		return
+	}
+	inDNAT, storedDNAT := sawDNAT(in), sawDNAT(stored)
+	if !knowsOriginalDestination(stored) || (inDNAT && (!storedDNAT || h == halfSource)) {
+		stored.OriginalDestinationAddress = in.OriginalDestinationAddress
+		stored.OriginalDestinationPort = in.OriginalDestinationPort
+	}
+}
+
+func knowsOriginalDestination(r *flowrecord.Record) bool {
+	return r.OriginalDestinationAddress.IsValid() && !r.OriginalDestinationAddress.IsUnspecified()
+}
+
+// sawDNAT says whether r's Node translated the destination: its pre-DNAT
+// destination differs from the post-DNAT one.
+func sawDNAT(r *flowrecord.Record) bool {
+	return knowsOriginalDestination(r) &&
+		(r.OriginalDestinationAddress.Unmap() != r.Destination.Address.Unmap() ||
+			(r.OriginalDestinationPort != 0 && r.OriginalDestinationPort != r.Destination.Port))
 }
 
 // mergeEndpoint fills stored's identity from in when both describe the same

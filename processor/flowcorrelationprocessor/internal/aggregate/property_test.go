@@ -146,3 +146,131 @@ func zeroPeriodValues(o *outcome) {
 	a.Throughput, a.ReverseThroughput, a.ThroughputFromSource, a.ReverseThroughputFromSource = 0, 0, 0, 0
 	a.ThroughputFromDestination, a.ReverseThroughputFromDestination = 0, 0
 }
+
+// sideExports are one Node's exports of one inter-Node connection, as its
+// conntrack receiver makes them: cumulative totals that grow by random
+// amounts (sometimes none: an idle export), each export's delta the growth
+// since the previous one (the first's its total), end timestamps five
+// seconds apart with jitter, the last one at end.
+func sideExports(side flowrecord.Side, n int, end time.Time, rng *rand.Rand) []*flowrecord.Record {
+	var fwd, rev flowrecord.Counters
+	grow := func(c *flowrecord.Counters) {
+		c.PacketDelta, c.OctetDelta = 0, 0
+		if rng.IntN(4) > 0 {
+			c.PacketDelta = uint64(1 + rng.IntN(50))
+			c.OctetDelta = c.PacketDelta * uint64(40+rng.IntN(1460))
+		}
+		c.PacketTotal += c.PacketDelta
+		c.OctetTotal += c.OctetDelta
+	}
+	out := make([]*flowrecord.Record, 0, n)
+	for u := 1; u <= n; u++ {
+		grow(&fwd)
+		grow(&rev)
+		r := connectionRecords(0, 1, rng)[0]
+		if side == flowrecord.SideDestination {
+			r = connectionRecords(0, 1, rng)[1]
+		}
+		r.End = at(5 * u).Add(time.Duration(rng.IntN(2000)) * time.Millisecond)
+		r.EndReason, r.TCPState = flowrecord.EndReasonActiveTimeout, "ESTABLISHED"
+		if u == n {
+			r.End, r.EndReason, r.TCPState = end, flowrecord.EndReasonEndOfFlow, "TIME_WAIT"
+		}
+		r.Stats, r.ReverseStats = fwd, rev
+		out = append(out, r)
+	}
+	return out
+}
+
+// DESIGN D10: whatever the interleaving of the two Nodes' exports of a
+// connection, with reordering, duplicates, exports of the gateway in between
+// (active timeouts, a pairing timeout before the peer shows up), the deltas
+// of every record exported for it add up, exactly, to its final totals: the
+// common counters to the common totals, each side's to that Node's totals.
+// A connection whose peer never comes is exported unpaired, and adds up too.
+func TestPropertyDeltasAddUpToTotals(t *testing.T) {
+	const rounds = 2000
+	s := Settings{ActiveTimeout: 3 * time.Second, InactiveTimeout: time.Hour, PairingTimeout: 20 * time.Second}
+	for round := range rounds {
+		rng := rand.New(rand.NewPCG(uint64(round), 10))
+		end := at(100)
+		src := sideExports(flowrecord.SideSource, 1+rng.IntN(8), end, rng)
+		dst := sideExports(flowrecord.SideDestination, 1+rng.IntN(8), end, rng)
+		lonely := round%10 == 0 // the peer never arrives
+		arrivals := append([]*flowrecord.Record(nil), src...)
+		if !lonely {
+			arrivals = append(arrivals, dst...)
+		}
+		for range rng.IntN(len(arrivals)) { // duplicates
+			arrivals = append(arrivals, arrivals[rng.IntN(len(arrivals))])
+		}
+		rng.Shuffle(len(arrivals), func(i, j int) { arrivals[i], arrivals[j] = arrivals[j], arrivals[i] })
+
+		tbl, x := New(s), &exported{}
+		now := at(0)
+		for _, r := range arrivals {
+			now = now.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+			if rng.IntN(3) == 0 {
+				tbl.Expire(now, x.emit)
+			}
+			c := *r
+			tbl.Add(&c, now, x.emit)
+		}
+		tbl.Flush(now.Add(time.Second), x.emit)
+		recs, _ := x.take()
+		require.NotEmpty(t, recs, "round %d", round)
+
+		last := recs[len(recs)-1]
+		srcFinal, dstFinal := src[len(src)-1], dst[len(dst)-1]
+		common := func(of func(*flowrecord.Record) flowrecord.Counters) flowrecord.Counters {
+			if lonely {
+				return of(srcFinal)
+			}
+			s, d := of(srcFinal), of(dstFinal)
+			return flowrecord.Counters{PacketTotal: max(s.PacketTotal, d.PacketTotal), OctetTotal: max(s.OctetTotal, d.OctetTotal)}
+		}
+		checks := []struct {
+			name        string
+			of          func(*flowrecord.Record) flowrecord.Counters
+			final       flowrecord.Counters
+			lastTotals  flowrecord.Counters
+			onlyIfPeers bool
+		}{
+			{"common", func(r *flowrecord.Record) flowrecord.Counters { return r.Stats },
+				common(func(r *flowrecord.Record) flowrecord.Counters { return r.Stats }), last.Stats, false},
+			{"common reverse", func(r *flowrecord.Record) flowrecord.Counters { return r.ReverseStats },
+				common(func(r *flowrecord.Record) flowrecord.Counters { return r.ReverseStats }), last.ReverseStats, false},
+			{"source", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.StatsFromSource },
+				srcFinal.Stats, last.Aggregation.StatsFromSource, false},
+			{"source reverse", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.ReverseStatsFromSource },
+				srcFinal.ReverseStats, last.Aggregation.ReverseStatsFromSource, false},
+			{"destination", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.StatsFromDestination },
+				dstFinal.Stats, last.Aggregation.StatsFromDestination, true},
+			{"destination reverse", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.ReverseStatsFromDestination },
+				dstFinal.ReverseStats, last.Aggregation.ReverseStatsFromDestination, true},
+		}
+		for _, c := range checks {
+			if c.onlyIfPeers && lonely {
+				continue
+			}
+			sum := sumDeltas(recs, c.of)
+			require.Equal(t, c.final.OctetTotal, c.lastTotals.OctetTotal, "round %d: %s final octet total", round, c.name)
+			require.Equal(t, c.final.PacketTotal, c.lastTotals.PacketTotal, "round %d: %s final packet total", round, c.name)
+			require.Equal(t, c.final.OctetTotal, sum.OctetDelta, "round %d: %s octet deltas", round, c.name)
+			require.Equal(t, c.final.PacketTotal, sum.PacketDelta, "round %d: %s packet deltas", round, c.name)
+		}
+		// DESIGN D4: what cannot pair is exported, marked unpaired; a pair is
+		// marked paired (a pairing timeout may export a half unpaired before
+		// its peer arrives).
+		for _, r := range recs {
+			if lonely {
+				require.Equal(t, flowrecord.CorrelationUnpaired, r.Correlation, "round %d: a half without its peer", round)
+			} else {
+				require.Contains(t, []flowrecord.CorrelationState{flowrecord.CorrelationPaired, flowrecord.CorrelationUnpaired}, r.Correlation, "round %d", round)
+			}
+		}
+		if !lonely {
+			require.Equal(t, flowrecord.CorrelationPaired, last.Correlation, "round %d", round)
+		}
+	}
+}

@@ -38,98 +38,198 @@ func sidesOf(required bool, h half) (src, dst bool) {
 }
 
 // initStats fills e's statistics from the first record of its connection:
-// totals and deltas as reported, throughput over the record's whole life.
+// totals as reported, deltas what the record's counter ranges span (its own
+// deltas, see ledger.go), throughput over the record's whole life.
 func initStats(e *entry, r *flowrecord.Record, h half) {
 	a := &e.agg
 	life := lifetime(r)
 	a.Throughput = bitsPerSecond(r.Stats.OctetTotal, life)
 	a.ReverseThroughput = bitsPerSecond(r.ReverseStats.OctetTotal, life)
+	low := lowsOf(r)
+	e.rec.Stats, e.rec.ReverseStats = totalsOf(r.Stats), totalsOf(r.ReverseStats)
+	addDeltas(&e.rec.Stats, &e.rec.ReverseStats, spanOf(&e.rec.Stats, &e.rec.ReverseStats, low))
 	src, dst := sidesOf(e.required, h)
 	if src {
-		fillSide(sourceSide(a), r, a)
+		fillSide(sourceSide(a), &e.sourceLow, r, a)
 	}
 	if dst {
-		fillSide(destinationSide(a), r, a)
+		fillSide(destinationSide(a), &e.destinationLow, r, a)
 	}
 }
 
-func fillSide(s side, r *flowrecord.Record, a *flowrecord.Aggregation) {
+// fillSide starts side s from r, its first record.
+func fillSide(s side, low *lows, r *flowrecord.Record, a *flowrecord.Aggregation) {
 	*s.end = r.End
-	*s.stats, *s.reverse = r.Stats, r.ReverseStats
+	*low = lowsOf(r)
+	*s.stats, *s.reverse = totalsOf(r.Stats), totalsOf(r.ReverseStats)
+	addDeltas(s.stats, s.reverse, spanOf(s.stats, s.reverse, *low))
 	*s.throughput, *s.reverseTP = a.Throughput, a.ReverseThroughput
 }
 
-// addStats folds a subsequent record into e, with Antrea's rules: per-side
-// totals are replaced and per-side deltas summed until the next export; the
-// common counters follow the side that reported last; throughputs are bits/s
-// over the gap between that side's previous and current end timestamps. It
-// reports whether r brought anything new: a record that is not later than
-// the last one of its side (a duplicate, or overtaken by a newer one) changes
-// nothing. Antrea would still move that side's end timestamp back; we never
-// do, so that duplicates and reordering cannot distort the next throughput.
-func addStats(e *entry, r *flowrecord.Record, h half) bool {
+// arrival says what a subsequent record brought.
+type arrival uint8
+
+const (
+	arrivalNewer     arrival = iota // later than its side's last record
+	arrivalReordered                // older than its side's last record, a distinct export
+	arrivalDuplicate                // the same end and totals as its side's last record
+)
+
+// addStats folds a subsequent record into e. Totals and throughputs follow
+// Antrea: per-side totals are the side's latest report, the common totals
+// follow the side that reported last (never going down), throughputs are
+// bits/s over the gap between that side's previous and current end
+// timestamps. Deltas do not: they are how much the counter spans grew (see
+// ledger.go), so they add up to the totals whatever the order of arrival.
+// It reports whether r brought anything new to export (a newer record does;
+// a reordered one only when it reaches below what its side covered; a
+// duplicate never does) and what kind of arrival it was. Antrea would move a
+// side's end timestamp back on an older record; we never do, so that
+// duplicates and reordering cannot distort the next throughput.
+func addStats(e *entry, r *flowrecord.Record, h half) (fresh bool, what arrival) {
 	latest := !r.End.Before(e.rec.End)
 	src, dst := sidesOf(e.required, h)
-	fresh := false
+	what = arrivalDuplicate
+	var srcMove, dstMove lowMove
 	if src {
-		fresh = updateSide(e, sourceSide(&e.agg), r, latest) || fresh
+		f, w, m := updateSide(e, sourceSide(&e.agg), &e.sourceLow, r, latest)
+		fresh, what, srcMove = fresh || f, min(what, w), m
 	}
 	if dst {
-		fresh = updateSide(e, destinationSide(&e.agg), r, latest) || fresh
+		f, w, m := updateSide(e, destinationSide(&e.agg), &e.destinationLow, r, latest)
+		fresh, what, dstMove = fresh || f, min(what, w), m
 	}
 	if !fresh {
-		return false
+		return false, what
 	}
-	if latest {
+	if srcMove.moved() || dstMove.moved() {
+		// The common span also grows at the bottom when a side reached below both.
+		before, ok := e.commonLowBefore(srcMove, dstMove)
+		if ok {
+			addDeltas(&e.rec.Stats, &e.rec.ReverseStats, before.minus(e.commonLow()))
+		}
+	}
+	if latest && what == arrivalNewer {
 		e.rec.End = r.End
 		e.rec.TCPState = r.TCPState
 	}
-	if e.rec.EndReason != flowrecord.EndReasonEndOfFlow {
+	if e.rec.EndReason != flowrecord.EndReasonEndOfFlow && (what == arrivalNewer || r.EndReason == flowrecord.EndReasonEndOfFlow) {
 		e.rec.EndReason = r.EndReason
 	}
-	return true
+	return true, what
 }
 
-func updateSide(e *entry, s side, r *flowrecord.Record, latest bool) bool {
-	prev := *s.end
-	if prev.IsZero() {
-		prev = r.Start
+// lowMove is how a side's span start moved on a record: its first record
+// (the side was not seen before), or lowered by drop.
+type lowMove struct {
+	first bool
+	drop  lows
+}
+
+func (m lowMove) moved() bool { return m.first || !m.drop.zero() }
+
+// commonLow is where the common counters' span starts: the lower of the
+// sides' lowest starts, over the sides reported so far.
+func (e *entry) commonLow() lows {
+	switch src, dst := !e.agg.EndFromSource.IsZero(), !e.agg.EndFromDestination.IsZero(); {
+	case src && dst:
+		return minLows(e.sourceLow, e.destinationLow)
+	case src:
+		return e.sourceLow
+	default:
+		return e.destinationLow
 	}
-	if !r.End.After(prev) {
-		return false
+}
+
+// commonLowBefore is commonLow before the sides moved as src and dst say;
+// false when no side had been seen.
+func (e *entry) commonLowBefore(src, dst lowMove) (lows, bool) {
+	var before lows
+	ok := false
+	take := func(seen bool, m lowMove, now lows) {
+		if !seen || m.first {
+			return
+		}
+		was := now.plus(m.drop)
+		if ok {
+			was = minLows(before, was)
+		}
+		before, ok = was, true
+	}
+	take(!e.agg.EndFromSource.IsZero(), src, e.sourceLow)
+	take(!e.agg.EndFromDestination.IsZero(), dst, e.destinationLow)
+	return before, ok
+}
+
+// updateSide folds r into side s, whose span starts at low.
+func updateSide(e *entry, s side, low *lows, r *flowrecord.Record, latest bool) (fresh bool, what arrival, move lowMove) {
+	prev := *s.end
+	if prev.IsZero() { // the side's first record: the other half's, pairing
+		fillSide(s, low, r, &e.agg)
+		*s.throughput = bitsPerSecond(r.Stats.OctetTotal, lifetime(r))
+		*s.reverseTP = bitsPerSecond(r.ReverseStats.OctetTotal, lifetime(r))
+		if latest {
+			followSide(e, s)
+		}
+		return true, arrivalNewer, lowMove{first: true}
+	}
+	move.drop = low.lower(lowsOf(r))
+	if !move.drop.zero() {
+		addDeltas(s.stats, s.reverse, move.drop)
+	}
+	if order := r.End.Compare(prev); order <= 0 {
+		what = arrivalReordered
+		if order == 0 && sameTotals(&r.Stats, s.stats) && sameTotals(&r.ReverseStats, s.reverse) {
+			what = arrivalDuplicate
+		}
+		return move.moved(), what, move
 	}
 	*s.end = r.End
 	gap := r.End.Sub(prev)
 	*s.throughput = bitsPerSecond(minus(r.Stats.OctetTotal, s.stats.OctetTotal), gap)
 	*s.reverseTP = bitsPerSecond(minus(r.ReverseStats.OctetTotal, s.reverse.OctetTotal), gap)
-	replaceTotals(s.stats, &r.Stats)
-	replaceTotals(s.reverse, &r.ReverseStats)
+	growTotals(s.stats, &r.Stats)
+	growTotals(s.reverse, &r.ReverseStats)
 	if latest {
-		followSide(&e.rec.Stats, s.stats)
-		followSide(&e.rec.ReverseStats, s.reverse)
-		e.agg.Throughput, e.agg.ReverseThroughput = *s.throughput, *s.reverseTP
+		followSide(e, s)
 	}
-	return true
+	return true, arrivalNewer, move
 }
 
-// replaceTotals takes the reporter's latest totals and adds its deltas to
-// those accumulated since the last export.
-func replaceTotals(side, in *flowrecord.Counters) {
+// growTotals takes the reporter's latest totals and adds how much they
+// rose to the deltas (the top of the span).
+func growTotals(side, in *flowrecord.Counters) {
+	side.PacketDelta += minus(in.PacketTotal, side.PacketTotal)
+	side.OctetDelta += minus(in.OctetTotal, side.OctetTotal)
 	side.PacketTotal, side.OctetTotal = in.PacketTotal, in.OctetTotal
-	side.PacketDelta += in.PacketDelta
-	side.OctetDelta += in.OctetDelta
 }
 
-// followSide updates the common counters from the side that reported last:
-// totals never go down, deltas are that side's accumulated deltas.
-func followSide(common, side *flowrecord.Counters) {
+// followSide updates the common totals and throughputs from side s, which
+// reported last. The totals never go down; how much they rise is added to
+// the common deltas (the top of the common span).
+func followSide(e *entry, s side) {
+	followTotals(&e.rec.Stats, s.stats)
+	followTotals(&e.rec.ReverseStats, s.reverse)
+	e.agg.Throughput, e.agg.ReverseThroughput = *s.throughput, *s.reverseTP
+}
+
+func followTotals(common, side *flowrecord.Counters) {
+	common.PacketDelta += minus(side.PacketTotal, common.PacketTotal)
+	common.OctetDelta += minus(side.OctetTotal, common.OctetTotal)
 	common.PacketTotal = max(common.PacketTotal, side.PacketTotal)
 	common.OctetTotal = max(common.OctetTotal, side.OctetTotal)
-	common.PacketDelta, common.OctetDelta = side.PacketDelta, side.OctetDelta
+}
+
+func totalsOf(c flowrecord.Counters) flowrecord.Counters {
+	return flowrecord.Counters{PacketTotal: c.PacketTotal, OctetTotal: c.OctetTotal}
+}
+
+func sameTotals(a, b *flowrecord.Counters) bool {
+	return a.PacketTotal == b.PacketTotal && a.OctetTotal == b.OctetTotal
 }
 
 // resetAfterExport clears what is reported "since the last export": all
-// deltas and all throughputs; totals stay.
+// deltas and all throughputs; totals and spans stay.
 func resetAfterExport(e *entry) {
 	a := &e.agg
 	for _, c := range []*flowrecord.Counters{&e.rec.Stats, &e.rec.ReverseStats,

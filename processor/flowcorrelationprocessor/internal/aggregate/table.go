@@ -60,6 +60,11 @@ type Table struct {
 
 	// OnPaired, when set, is told how long each pair waited for its second half.
 	OnPaired func(wait time.Duration)
+	// OnLate, when set, is told of each record that is not newer than the
+	// last one of its side: an exact duplicate (the same end timestamp and
+	// totals), ignored; or a reordered distinct export, whose counts are
+	// exported once either way (see ledger.go).
+	OnLate func(duplicate bool)
 
 	out    flowrecord.Record // the record handed to Emit
 	outAgg flowrecord.Aggregation
@@ -100,18 +105,22 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 	pairedNow := false
 	e.relay = e.relay || h == halfRelay
 	if e.required && !e.paired && !sameHalf(e.first, h) {
-		merge(&e.rec, r)
+		merge(&e.rec, r, h)
 		if !e.ready {
 			t.pending--
 		}
 		e.paired, e.ready, pairedNow = true, true, true
 		if t.OnPaired != nil {
-			t.OnPaired(now.Sub(e.firstSeen))
+			t.OnPaired(now.Sub(e.pairingDeadline.Add(-t.s.PairingTimeout)))
 		}
 	}
-	if addStats(e, r, h) {
+	fresh, what := addStats(e, r, h)
+	if fresh {
 		e.updated = true
 		e.inactiveDeadline = now.Add(t.s.InactiveTimeout)
+	}
+	if what != arrivalNewer && t.OnLate != nil {
+		t.OnLate(what == arrivalDuplicate)
 	}
 	if pairedNow {
 		t.export(e, now, ReasonReady, emit)
@@ -120,7 +129,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 }
 
 func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) *entry {
-	e := &entry{rec: *r, key: key, first: h, firstSeen: now, updated: true}
+	e := &entry{rec: *r, key: key, first: h, updated: true}
 	e.rec.Aggregation = nil
 	e.rec.Key = key
 	e.required = correlationRequired(r, h)

@@ -1,0 +1,265 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/netlab"
+)
+
+// A long-lived transfer: longTransferBytes sent over longTransferTime, so the
+// node collectors (2 s active timeout) and the gateway (3 s) export it many
+// times while it runs.
+const (
+	longTransferBytes = 300_000
+	longTransferTime  = 12 * time.Second
+)
+
+// exportedFlow is one exported record of a long transfer, as a sink holds it:
+// the counters (common, and per Node where the sink has them) and the
+// pre-DNAT destination.
+type exportedFlow struct {
+	end                 uint32
+	state               string // "" where the sink has no correlation state (IPFIX)
+	common, commonRev   flowrecord.Counters
+	perSide             bool // the sink carries per-Node statistics
+	src, srcRev         flowrecord.Counters
+	dst, dstRev         flowrecord.Counters
+	originalDestination netip.AddrPort
+}
+
+// TestDeltasAddUpOverActiveTimeouts (DESIGN D10): a Pod streams to a remote
+// Pod through a ClusterIP for several active timeouts of both the Nodes and
+// the gateway. At ClickHouse, IPFIX and OTLP, the deltas of every record
+// exported for the connection add up to its final totals (common, and per
+// Node where the sink carries them), the totals hold the bytes sent, every
+// record is paired, and every record names the ClusterIP the client dialled
+// as the pre-DNAT destination (IPFIX: Antrea's layout has no such element;
+// its destinationClusterIP and destinationServicePort are checked instead).
+func TestDeltasAddUpOverActiveTimeouts(t *testing.T) {
+	b := startBed(t, options{gateways: 1, ipfix: true, otlp: true})
+	transfers := []Case{
+		{Name: "long inter-Node transfer to a ClusterIP", From: "pod:client-a", To: "service:web-remote", Proto: "tcp", Sport: 41401},
+		{Name: "long inter-Node transfer to a ClusterIP (IPv6)", From: "pod:client-a", To: "service:web-remote", Proto: "tcp", Sport: 41501, IPv6: true},
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(transfers))
+	for i, c := range transfers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ns, _, to := b.endpoints(c)
+			out, err := netlab.Exec(context.Background(), ns, b.peer, "send", "-proto", "tcp", "-to", to.String(),
+				"-bytes", fmt.Sprint(longTransferBytes), "-sport", fmt.Sprint(c.Sport), "-over", longTransferTime.String(), "-timeout", "20s")
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %v: %s", c.Name, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{b.ch.Addr()}})
+	require.NoError(t, err)
+	defer conn.Close()
+	sinks := []struct {
+		name    string
+		records func(c Case) ([]exportedFlow, error)
+	}{
+		{"ClickHouse", func(c Case) ([]exportedFlow, error) { return clickHouseFlows(conn, c) }},
+		{"IPFIX", func(c Case) ([]exportedFlow, error) { return b.ipfixFlows(c), nil }},
+		{"OTLP", b.otlpFlows},
+	}
+	for _, c := range transfers {
+		service := b.services["web-remote"]
+		clusterIP := service.ClusterIPv4
+		if c.IPv6 {
+			clusterIP = service.ClusterIPv6
+		}
+		want := netip.AddrPortFrom(clusterIP, service.Port)
+		for _, s := range sinks {
+			var bad []string
+			deadline := time.Now().Add(90 * time.Second)
+			prev := -1
+			for time.Now().Before(deadline) {
+				recs, err := s.records(c)
+				bad = nil
+				if err != nil {
+					bad = []string{err.Error()}
+				} else {
+					bad = deltasAddUp(recs, want)
+				}
+				if len(bad) == 0 && len(recs) == prev { // complete, and nothing arrived since the last look
+					break
+				}
+				prev = len(recs)
+				time.Sleep(3 * time.Second)
+			}
+			if len(bad) > 0 {
+				t.Errorf("%s at %s: %s", c.Name, s.name, strings.Join(bad, "; "))
+			} else {
+				t.Logf("%s at %s: %d records, deltas add up", c.Name, s.name, prev)
+			}
+		}
+	}
+}
+
+// deltasAddUp lists what is wrong with the records of one long transfer.
+func deltasAddUp(recs []exportedFlow, origDst netip.AddrPort) []string {
+	if len(recs) < 3 {
+		return []string{fmt.Sprintf("%d records, want one per active timeout over %s", len(recs), longTransferTime)}
+	}
+	var bad []string
+	last := recs[0]
+	var sum exportedFlow
+	wrongDst := map[netip.AddrPort]int{}
+	add := func(s, c *flowrecord.Counters) {
+		s.PacketDelta += c.PacketDelta
+		s.OctetDelta += c.OctetDelta
+	}
+	for _, r := range recs {
+		if r.end > last.end || (r.end == last.end && r.common.OctetTotal >= last.common.OctetTotal) {
+			last = r
+		}
+		add(&sum.common, &r.common)
+		add(&sum.commonRev, &r.commonRev)
+		add(&sum.src, &r.src)
+		add(&sum.srcRev, &r.srcRev)
+		add(&sum.dst, &r.dst)
+		add(&sum.dstRev, &r.dstRev)
+		if r.state != "" && r.state != "paired" {
+			bad = append(bad, fmt.Sprintf("a %q record", r.state))
+		}
+		if r.originalDestination != origDst {
+			wrongDst[r.originalDestination]++
+		}
+	}
+	for got, n := range wrongDst {
+		bad = append(bad, fmt.Sprintf("%d records name %s as original destination, want %s", n, got, origDst))
+	}
+	if last.common.OctetTotal < longTransferBytes {
+		bad = append(bad, fmt.Sprintf("final octet total %d, less than the %d bytes sent", last.common.OctetTotal, longTransferBytes))
+	}
+	if last.commonRev.OctetTotal < replyBytes {
+		bad = append(bad, fmt.Sprintf("final reverse octet total %d, less than the %d bytes replied", last.commonRev.OctetTotal, replyBytes))
+	}
+	check := func(name string, sum, final flowrecord.Counters) {
+		if sum.OctetDelta != final.OctetTotal || sum.PacketDelta != final.PacketTotal {
+			bad = append(bad, fmt.Sprintf("%s deltas sum to %d B / %d packets, final totals %d B / %d packets",
+				name, sum.OctetDelta, sum.PacketDelta, final.OctetTotal, final.PacketTotal))
+		}
+	}
+	check("common", sum.common, last.common)
+	check("common reverse", sum.commonRev, last.commonRev)
+	if last.perSide {
+		check("source Node", sum.src, last.src)
+		check("source Node reverse", sum.srcRev, last.srcRev)
+		check("destination Node", sum.dst, last.dst)
+		check("destination Node reverse", sum.dstRev, last.dstRev)
+	}
+	return bad
+}
+
+func clickHouseFlows(conn clickhouse.Conn, c Case) ([]exportedFlow, error) {
+	rows, err := conn.Query(context.Background(), `SELECT flowEndSeconds, correlationState,
+		packetTotalCount, octetTotalCount, packetDeltaCount, octetDeltaCount,
+		reversePacketTotalCount, reverseOctetTotalCount, reversePacketDeltaCount, reverseOctetDeltaCount,
+		originalDestinationIP, originalDestinationPort
+		FROM flowtel_e2e.flows WHERE sourceTransportPort = ? AND protocolIdentifier = 6`, c.Sport)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []exportedFlow
+	for rows.Next() {
+		var f exportedFlow
+		var end time.Time
+		var ip string
+		var port uint16
+		if err := rows.Scan(&end, &f.state,
+			&f.common.PacketTotal, &f.common.OctetTotal, &f.common.PacketDelta, &f.common.OctetDelta,
+			&f.commonRev.PacketTotal, &f.commonRev.OctetTotal, &f.commonRev.PacketDelta, &f.commonRev.OctetDelta,
+			&ip, &port); err != nil {
+			return nil, err
+		}
+		f.end = uint32(end.Unix())
+		addr, _ := netip.ParseAddr(ip)
+		f.originalDestination = netip.AddrPortFrom(addr, port)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// ipfixFlows reads the records of c the go-ipfix collector holds (the bed is
+// fresh and small: far fewer than the 4096 it keeps).
+func (b *bed) ipfixFlows(c Case) []exportedFlow {
+	recs, err := b.ipfix.col.Records()
+	if err != nil {
+		return nil
+	}
+	var out []exportedFlow
+	for _, r := range recs {
+		f := r.Fields
+		u := func(name string) uint64 { v, _ := strconv.ParseUint(f[name], 10, 64); return v }
+		if u("sourceTransportPort") != uint64(c.Sport) || u("protocolIdentifier") != 6 {
+			continue
+		}
+		counters := func(suffix, reverse string) flowrecord.Counters {
+			name := func(base string) string {
+				if reverse != "" {
+					base = reverse + strings.ToUpper(base[:1]) + base[1:]
+				}
+				return base + suffix
+			}
+			return flowrecord.Counters{PacketTotal: u(name("packetTotalCount")), OctetTotal: u(name("octetTotalCount")),
+				PacketDelta: u(name("packetDeltaCount")), OctetDelta: u(name("octetDeltaCount"))}
+		}
+		clusterIP := f["destinationClusterIPv4"]
+		if c.IPv6 {
+			clusterIP = f["destinationClusterIPv6"]
+		}
+		addr, _ := netip.ParseAddr(clusterIP)
+		out = append(out, exportedFlow{
+			end: uint32(u("flowEndSeconds")), common: counters("", ""), commonRev: counters("", "reverse"), perSide: true,
+			src: counters("FromSourceNode", ""), srcRev: counters("FromSourceNode", "reverse"),
+			dst: counters("FromDestinationNode", ""), dstRev: counters("FromDestinationNode", "reverse"),
+			originalDestination: netip.AddrPortFrom(addr, uint16(u("destinationServicePort"))),
+		})
+	}
+	return out
+}
+
+// otlpFlows decodes the records of c the OTLP sink received.
+func (b *bed) otlpFlows(c Case) ([]exportedFlow, error) {
+	recs, err := b.otlp.flowRecords()
+	if err != nil {
+		return nil, err
+	}
+	var out []exportedFlow
+	for _, r := range recs {
+		if r.Source.Port != c.Sport || r.Protocol != 6 {
+			continue
+		}
+		f := exportedFlow{end: uint32(r.End.Unix()), state: r.Correlation.String(), common: r.Stats, commonRev: r.ReverseStats,
+			originalDestination: netip.AddrPortFrom(r.OriginalDestinationAddress, r.OriginalDestinationPort)}
+		if a := r.Aggregation; a != nil {
+			f.perSide = true
+			f.src, f.srcRev = a.StatsFromSource, a.ReverseStatsFromSource
+			f.dst, f.dstRev = a.StatsFromDestination, a.ReverseStatsFromDestination
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
