@@ -79,11 +79,13 @@ func (r *Record) KeyedByPreDNAT() bool {
 }
 
 // DNATed reports whether the reporting Node's conntrack rewrote the
-// destination: a pre-DNAT destination is set and differs from the endpoint.
+// destination: a pre-DNAT destination is set and differs from the endpoint
+// (a pre-DNAT port of 0 is unknown, not a rewrite).
 func (r *Record) DNATed() bool {
 	o := r.OriginalDestinationAddress
 	return o.IsValid() && !o.IsUnspecified() &&
-		(o.Unmap() != r.Destination.Address.Unmap() || r.OriginalDestinationPort != r.Destination.Port)
+		(o.Unmap() != r.Destination.Address.Unmap() ||
+			(r.OriginalDestinationPort != 0 && r.OriginalDestinationPort != r.Destination.Port))
 }
 
 func (r *Record) hasSNAT() bool {

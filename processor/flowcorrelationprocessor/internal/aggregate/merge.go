@@ -59,7 +59,7 @@ func mergeOriginalDestination(stored, in *flowrecord.Record, h half) {
 	if !knowsOriginalDestination(in) {
 		return
 	}
-	inDNAT, storedDNAT := sawDNAT(in), sawDNAT(stored)
+	inDNAT, storedDNAT := in.DNATed(), stored.DNATed()
 	if !knowsOriginalDestination(stored) || (inDNAT && (!storedDNAT || h == halfSource)) {
 		stored.OriginalDestinationAddress = in.OriginalDestinationAddress
 		stored.OriginalDestinationPort = in.OriginalDestinationPort
@@ -68,14 +68,6 @@ func mergeOriginalDestination(stored, in *flowrecord.Record, h half) {
 
 func knowsOriginalDestination(r *flowrecord.Record) bool {
 	return r.OriginalDestinationAddress.IsValid() && !r.OriginalDestinationAddress.IsUnspecified()
-}
-
-// sawDNAT says whether r's Node translated the destination: its pre-DNAT
-// destination differs from the post-DNAT one.
-func sawDNAT(r *flowrecord.Record) bool {
-	return knowsOriginalDestination(r) &&
-		(r.OriginalDestinationAddress.Unmap() != r.Destination.Address.Unmap() ||
-			(r.OriginalDestinationPort != 0 && r.OriginalDestinationPort != r.Destination.Port))
 }
 
 // mergeEndpoint fills stored's identity from in when both describe the same
