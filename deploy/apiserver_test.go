@@ -214,7 +214,12 @@ func checkNodeRBAC(t *testing.T, c cluster, namespace, sa string) {
 			t.Errorf("%s/%s may not %s endpointslices in %s (load_balancing k8s resolver)", namespace, sa, verb, namespace)
 		}
 	}
+	if !allowed(t, c, namespace, sa, authzv1.ResourceAttributes{Verb: "get", Resource: k8sindex.ClusterIdentity.Resource, Name: k8sindex.ClusterIdentityNamespace}) {
+		t.Errorf("%s/%s may not get namespace %s (k8s_flow's cluster UID)", namespace, sa, k8sindex.ClusterIdentityNamespace)
+	}
 	denied := []authzv1.ResourceAttributes{
+		{Verb: "get", Resource: "namespaces", Name: "default"},
+		{Verb: "list", Resource: "namespaces"},
 		{Verb: "get", Resource: "secrets", Namespace: namespace},
 		{Verb: "list", Resource: "secrets"},
 		{Verb: "watch", Resource: "secrets", Namespace: "kube-system"},

@@ -194,7 +194,11 @@ func (in *Informers) Preflight(ctx context.Context) error {
 func describe(res Resource, verb string, err error) error {
 	switch {
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("RBAC forbids %q on %s (grant get, list, watch on it in the ClusterRole): %w", verb, res, err)
+		grant := "get, list, watch"
+		if verb == "get" {
+			grant = "get"
+		}
+		return fmt.Errorf("RBAC forbids %q on %s (grant %s on it in the ClusterRole): %w", verb, res, grant, err)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("API server rejected the credentials for %q on %s: %w", verb, res, err)
 	default:

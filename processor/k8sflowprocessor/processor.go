@@ -23,6 +23,7 @@ type k8sFlowProcessor struct {
 	client    clientFunc
 	informers *k8sindex.Informers
 	tel       *telemetry
+	cluster   clusterName
 	// synced is set once every cache has been filled; before (only with
 	// wait_for_sync: false) records cannot be classified and are dropped.
 	synced atomic.Bool
@@ -60,6 +61,9 @@ func (p *k8sFlowProcessor) start(ctx context.Context, _ component.Host) error {
 			return fmt.Errorf("k8s_flow: %w", err)
 		}
 	}
+	if err := p.cluster.start(ctx, p.cfg, client, p.logger); err != nil {
+		return fmt.Errorf("k8s_flow: %w", err)
+	}
 	inf.Start()
 	p.informers = inf
 	if p.cfg.WaitForSync {
@@ -73,6 +77,7 @@ func (p *k8sFlowProcessor) start(ctx context.Context, _ component.Host) error {
 }
 
 func (p *k8sFlowProcessor) shutdown(context.Context) error {
+	p.cluster.stop()
 	if p.informers != nil {
 		p.informers.Shutdown()
 		p.informers = nil
@@ -101,6 +106,7 @@ func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.
 		decodeErr error
 	)
 	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
+		p.cluster.name(rl)
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
 				c.received++
