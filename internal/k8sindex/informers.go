@@ -290,3 +290,30 @@ func (in *Informers) Shutdown() {
 		utilnet.CloseIdleConnectionsFor(rc.Client.Transport)
 	}
 }
+
+// Run wires informers to ix and starts them. With wait it first lists each
+// resource once (Preflight) and then waits for the caches, bounded by
+// timeout each, so that a missing grant or an unreachable API server fails
+// here with an error naming the resource and verb.
+func Run(ctx context.Context, ix *Index, client kubernetes.Interface, logger *zap.Logger, wait bool, timeout time.Duration) (*Informers, error) {
+	inf, err := NewInformers(ix, client, logger)
+	if err != nil {
+		return nil, err
+	}
+	if wait {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		err := inf.Preflight(pctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+	inf.Start()
+	if wait {
+		if err := inf.WaitForSync(ctx, timeout); err != nil {
+			inf.Shutdown()
+			return nil, err
+		}
+	}
+	return inf, nil
+}
