@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flowtel/flowtel/internal/k8sindex"
+	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
 	"github.com/flowtel/flowtel/processor/k8sflowprocessor"
 	"github.com/flowtel/flowtel/testbed/controlplane"
 )
@@ -94,7 +95,7 @@ func TestAPIServerAcceptsKustomize(t *testing.T) {
 	c.rejects(t, "deploy/kubernetes", base, "maxUnavailable: 10%", "maxUnavailable: ten")
 
 	checkNodeRBAC(t, c, "flowtel", "flowtel-node")
-	checkNoAPIAccess(t, c, "flowtel", "flowtel-gateway")
+	checkGatewayRBAC(t, c, "flowtel", "flowtel-gateway")
 
 	// Moved to another namespace: the binding follows the ServiceAccount.
 	c.apply(t, "deploy/kubernetes/examples/other-namespace", kustomize(t, "examples/other-namespace"))
@@ -116,7 +117,7 @@ func TestAPIServerAcceptsHelmTemplate(t *testing.T) {
 		}
 		c.apply(t, "helm template "+v, manifests)
 		checkNodeRBAC(t, c, ns, release+"-flowtel-node")
-		checkNoAPIAccess(t, c, ns, release+"-flowtel-gateway")
+		checkGatewayRBAC(t, c, ns, release+"-flowtel-gateway")
 	}
 }
 
@@ -174,7 +175,7 @@ func TestAPIServerAcceptsOperatorCRs(t *testing.T) {
 	c.rejects(t, "operator/node.yaml", node, "mode: daemonset", "mode: everywhere")
 
 	checkNodeRBAC(t, c, "flowtel", "flowtel-node")
-	checkNoAPIAccess(t, c, "flowtel", "flowtel-gateway")
+	checkGatewayRBAC(t, c, "flowtel", "flowtel-gateway")
 }
 
 func serviceAccountUser(namespace, name string) (string, []string) {
@@ -214,7 +215,12 @@ func checkNodeRBAC(t *testing.T, c cluster, namespace, sa string) {
 			t.Errorf("%s/%s may not %s endpointslices in %s (load_balancing k8s resolver)", namespace, sa, verb, namespace)
 		}
 	}
+	if !allowed(t, c, namespace, sa, authzv1.ResourceAttributes{Verb: "get", Resource: k8sindex.ClusterIdentity.Resource, Name: k8sindex.ClusterIdentityNamespace}) {
+		t.Errorf("%s/%s may not get namespace %s (k8s_flow's cluster UID)", namespace, sa, k8sindex.ClusterIdentityNamespace)
+	}
 	denied := []authzv1.ResourceAttributes{
+		{Verb: "get", Resource: "namespaces", Name: "default"},
+		{Verb: "list", Resource: "namespaces"},
 		{Verb: "get", Resource: "secrets", Namespace: namespace},
 		{Verb: "list", Resource: "secrets"},
 		{Verb: "watch", Resource: "secrets", Namespace: "kube-system"},
@@ -279,16 +285,45 @@ func serviceAccountToken(t *testing.T, c cluster, namespace, name string) string
 	return tr.Status.Token
 }
 
-// checkNoAPIAccess: the gateway's ServiceAccount is granted nothing.
-func checkNoAPIAccess(t *testing.T, c cluster, namespace, sa string) {
+// checkGatewayRBAC: the gateway's ServiceAccount may read what
+// flow_correlation's kubernetes index reads, the real processor starts and
+// syncs with its token, and it can neither read Secrets nor write.
+func checkGatewayRBAC(t *testing.T, c cluster, namespace, sa string) {
 	t.Helper()
+	for _, res := range k8sindex.Watched {
+		for _, verb := range []string{"get", "list", "watch"} {
+			if !allowed(t, c, namespace, sa, authzv1.ResourceAttributes{Verb: verb, Group: res.Group, Resource: res.Resource}) {
+				t.Errorf("%s/%s may not %s %s cluster-wide; the gateway's kubernetes index needs it", namespace, sa, verb, res)
+			}
+		}
+	}
+	if !allowed(t, c, namespace, sa, authzv1.ResourceAttributes{Verb: "get", Resource: k8sindex.ClusterIdentity.Resource, Name: k8sindex.ClusterIdentityNamespace}) {
+		t.Errorf("%s/%s may not get namespace %s (the cluster UID)", namespace, sa, k8sindex.ClusterIdentityNamespace)
+	}
 	for _, a := range []authzv1.ResourceAttributes{
-		{Verb: "list", Resource: "pods"},
 		{Verb: "get", Resource: "secrets", Namespace: namespace},
-		{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices", Namespace: namespace},
+		{Verb: "list", Resource: "configmaps"},
+		{Verb: "create", Resource: "pods", Namespace: namespace},
+		{Verb: "update", Resource: "nodes"},
 	} {
 		if allowed(t, c, namespace, sa, a) {
-			t.Errorf("%s/%s may %s %s; the gateway needs no API access", namespace, sa, a.Verb, a.Resource)
+			t.Errorf("%s/%s may %s %s in %q; it should not", namespace, sa, a.Verb, a.Resource, a.Namespace)
 		}
+	}
+	token := serviceAccountToken(t, c, namespace, sa)
+	factory := flowcorrelationprocessor.NewFactory()
+	cfg := factory.CreateDefaultConfig().(*flowcorrelationprocessor.Config)
+	index := cfg.Kubernetes.GetOrInsertDefault()
+	index.AuthType, index.KubeConfig = k8sindex.AuthKubeConfig, c.Kubeconfig(t, namespace+"-"+sa, token)
+	index.WaitForSyncTimeout = 30 * time.Second
+	p, err := factory.CreateLogs(context.Background(), processortest.NewNopSettings(component.MustNewType("flow_correlation")), cfg, consumertest.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Errorf("flow_correlation's kubernetes index with %s/%s's token and only the shipped RBAC: %v", namespace, sa, err)
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Error(err)
 	}
 }

@@ -104,13 +104,24 @@ func checkWorkloads(t *testing.T, r rendered) {
 	checkTLSPairing(t, nodeRaw, gwRaw)
 	checkPDB(t, r.objs, gw)
 	checkSinks(t, gw, gwRaw)
-	checkNodeBinding(t, r.objs, node)
+	checkBinding(t, r.objs, node)
+	if gatewayIndex(gwRaw) {
+		checkBinding(t, r.objs, gw)
+	}
 }
 
-// The node collector's ServiceAccount exists in its namespace and a
+// gatewayIndex: the gateway's flow_correlation keeps a Kubernetes index
+// (its kubernetes section is present, even empty).
+func gatewayIndex(raw map[string]any) bool {
+	fc, _ := at(raw, "processors", "flow_correlation").(map[string]any)
+	_, on := fc["kubernetes"]
+	return on
+}
+
+// A collector's ServiceAccount exists in its namespace and a
 // ClusterRoleBinding binds exactly that account (namespace included) to a
 // ClusterRole of the same manifests.
-func checkNodeBinding(t *testing.T, objs []*unstructured.Unstructured, node collector) {
+func checkBinding(t *testing.T, objs []*unstructured.Unstructured, node collector) {
 	t.Helper()
 	sa := node.pod.Spec.ServiceAccountName
 	exists := func(kind, namespace, name string) bool {
@@ -178,8 +189,9 @@ func checkGatewayPod(t *testing.T, c collector, raw map[string]any) {
 		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
 		t.Errorf("%s: want non-root, read-only root filesystem, every capability dropped", c.source)
 	}
-	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
-		t.Errorf("%s: the gateway needs no API access; its token should not be mounted", c.source)
+	mounted := spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken
+	if index := gatewayIndex(raw); mounted != index {
+		t.Errorf("%s: token mounted %v, flow_correlation kubernetes index %v: the gateway reads the API server only for the index", c.source, mounted, index)
 	}
 	checkProbesAndResources(t, c, ctr, raw)
 }

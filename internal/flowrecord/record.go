@@ -80,6 +80,13 @@ type Record struct {
 
 	// Origin identifies the original IPFIX exporter of a record passed through in proxy mode.
 	Origin Origin
+
+	// ClusterUID is the UID of the cluster the connection was seen in. It
+	// travels on the resource (ResourceClusterUID), not as a LogRecord
+	// attribute, so Encode and Decode leave it alone: a component that
+	// regroups records under new resources (the gateway) carries it with each
+	// record from the resource it came under to the one it leaves under.
+	ClusterUID string
 }
 
 // Endpoint is one side of a connection and the Kubernetes identity it resolves to.

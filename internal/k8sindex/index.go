@@ -41,19 +41,21 @@ type Index struct {
 	opts Options
 	mu   sync.RWMutex
 
-	pods     map[string]*pod               // by UID
-	podsByIP map[netip.Addr][]*pod         // owners of an IP over time, oldest first
-	ended    []*pod                        // deleted or terminated Pods awaiting purge
-	nodes    map[string]*node              // by name
-	nodeAddr map[netip.Addr]*node          // InternalIP, ExternalIP and podCIDR gateway addresses
-	podCIDR  map[netip.Prefix]*node        // podCIDRs (masked)
-	cidrBits [2][]int                      // distinct podCIDR prefix lengths: [0] IPv4, [1] IPv6
-	services map[string]*service           // by UID
-	fronts   map[frontKey]*ServicePort     // ClusterIP, LoadBalancer ingress, externalIP
-	nodePort map[nodePortKey]*ServicePort  // NodePort on any Node address
-	slices   map[string]*endpointSlice     // by namespace/name
-	sliceIPs map[netip.Addr]*sliceEndpoint // endpoint address -> Pod reference (remote Pods)
-	owners   map[objectRef]ownerRef        // ReplicaSet/Job -> its controller (Deployment/CronJob)
+	pods     map[string]*pod              // by UID
+	podsByIP map[netip.Addr][]*pod        // owners of an IP over time, oldest first
+	ended    []*pod                       // deleted or terminated Pods awaiting purge
+	nodes    map[string]*node             // by name
+	nodeAddr map[netip.Addr]*node         // InternalIP, ExternalIP and podCIDR gateway addresses
+	podCIDR  map[netip.Prefix]*node       // podCIDRs (masked)
+	cidrBits [2][]int                     // distinct podCIDR prefix lengths: [0] IPv4, [1] IPv6
+	services map[string]*service          // by UID
+	fronts   map[frontKey]*ServicePort    // ClusterIP, LoadBalancer ingress, externalIP
+	nodePort map[nodePortKey]*ServicePort // NodePort on any Node address
+	slices   map[string]*endpointSlice    // by namespace/name
+	// sliceOwners: Pods EndpointSlices listed for an address, oldest first (remote Pods)
+	sliceOwners      map[netip.Addr][]*sliceOwner
+	endedSliceOwners []*sliceOwner          // no longer listed, awaiting purge
+	owners           map[objectRef]ownerRef // ReplicaSet/Job -> its controller (Deployment/CronJob)
 }
 
 // New returns an empty Index; Informers feed it.
@@ -65,18 +67,18 @@ func New(opts Options) *Index {
 		opts.Now = time.Now
 	}
 	return &Index{
-		opts:     opts,
-		pods:     make(map[string]*pod),
-		podsByIP: make(map[netip.Addr][]*pod),
-		nodes:    make(map[string]*node),
-		nodeAddr: make(map[netip.Addr]*node),
-		podCIDR:  make(map[netip.Prefix]*node),
-		services: make(map[string]*service),
-		fronts:   make(map[frontKey]*ServicePort),
-		nodePort: make(map[nodePortKey]*ServicePort),
-		slices:   make(map[string]*endpointSlice),
-		sliceIPs: make(map[netip.Addr]*sliceEndpoint),
-		owners:   make(map[objectRef]ownerRef),
+		opts:        opts,
+		pods:        make(map[string]*pod),
+		podsByIP:    make(map[netip.Addr][]*pod),
+		nodes:       make(map[string]*node),
+		nodeAddr:    make(map[netip.Addr]*node),
+		podCIDR:     make(map[netip.Prefix]*node),
+		services:    make(map[string]*service),
+		fronts:      make(map[frontKey]*ServicePort),
+		nodePort:    make(map[nodePortKey]*ServicePort),
+		slices:      make(map[string]*endpointSlice),
+		sliceOwners: make(map[netip.Addr][]*sliceOwner),
+		owners:      make(map[objectRef]ownerRef),
 	}
 }
 
@@ -143,7 +145,7 @@ func (v View) ResolveEndpoint(ep *flowrecord.Endpoint, start time.Time) Resoluti
 		// A Pod this Index does not watch (another Node's, with local Pods
 		// only): EndpointSlices name it when it backs a Service. Watched
 		// Nodes' Pods are not: there the time-aware Pod index has the say.
-		if se := ix.sliceIPs[addr]; se != nil && se.nodeName == n.name && !ix.opts.AllPods && n.name != ix.opts.NodeName {
+		if se := ix.sliceOwnerAt(addr, start); se != nil && se.nodeName == n.name && !ix.opts.AllPods && n.name != ix.opts.NodeName {
 			ep.Namespace, ep.PodName, ep.PodUID = se.namespace, se.podName, se.podUID
 		}
 		return ResolvedPodSubnet

@@ -194,7 +194,11 @@ func (in *Informers) Preflight(ctx context.Context) error {
 func describe(res Resource, verb string, err error) error {
 	switch {
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("RBAC forbids %q on %s (grant get, list, watch on it in the ClusterRole): %w", verb, res, err)
+		grant := "get, list, watch"
+		if verb == "get" {
+			grant = "get"
+		}
+		return fmt.Errorf("RBAC forbids %q on %s (grant %s on it in the ClusterRole): %w", verb, res, grant, err)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("API server rejected the credentials for %q on %s: %w", verb, res, err)
 	default:
@@ -285,4 +289,31 @@ func (in *Informers) Shutdown() {
 	if rc, ok := in.client.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil && rc.Client != nil {
 		utilnet.CloseIdleConnectionsFor(rc.Client.Transport)
 	}
+}
+
+// Run wires informers to ix and starts them. With wait it first lists each
+// resource once (Preflight) and then waits for the caches, bounded by
+// timeout each, so that a missing grant or an unreachable API server fails
+// here with an error naming the resource and verb.
+func Run(ctx context.Context, ix *Index, client kubernetes.Interface, logger *zap.Logger, wait bool, timeout time.Duration) (*Informers, error) {
+	inf, err := NewInformers(ix, client, logger)
+	if err != nil {
+		return nil, err
+	}
+	if wait {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		err := inf.Preflight(pctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+	inf.Start()
+	if wait {
+		if err := inf.WaitForSync(ctx, timeout); err != nil {
+			inf.Shutdown()
+			return nil, err
+		}
+	}
+	return inf, nil
 }

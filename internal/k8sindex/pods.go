@@ -206,9 +206,11 @@ func (ix *Index) endLocked(p *pod, at time.Time) {
 	ix.ended = append(ix.ended, p)
 }
 
-// purgeLocked removes Pods that ended more than DeletedPodRetention ago.
+// purgeLocked removes Pods, and EndpointSlice listings, that ended more
+// than DeletedPodRetention ago.
 func (ix *Index) purgeLocked(now time.Time) {
 	cutoff := now.Add(-ix.opts.DeletedPodRetention)
+	ix.purgeSliceOwnersLocked(cutoff)
 	kept := ix.ended[:0]
 	for _, p := range ix.ended {
 		if !p.ended.Before(cutoff) {

@@ -4,7 +4,6 @@ import (
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -138,79 +137,5 @@ func (ix *Index) removeServiceLocked(uid string) {
 		if sp := ix.nodePort[k]; sp != nil && sp.UID == uid {
 			delete(ix.nodePort, k)
 		}
-	}
-}
-
-// endpointSlice remembers which addresses a slice contributed.
-type endpointSlice struct{ addrs []netip.Addr }
-
-// sliceEndpoint is a Service endpoint that is a Pod: it names Pods the Index
-// does not watch (other Nodes' Pods on a node collector).
-type sliceEndpoint struct {
-	namespace, podName, podUID, nodeName string
-}
-
-// stripEndpointSlice keeps, per endpoint, the addresses, the Pod reference and the Node.
-func stripEndpointSlice(obj any) (any, error) {
-	in, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return obj, nil
-	}
-	out := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace, UID: in.UID, ResourceVersion: in.ResourceVersion},
-		AddressType: in.AddressType,
-	}
-	for _, e := range in.Endpoints {
-		if e.TargetRef == nil || e.TargetRef.Kind != "Pod" {
-			continue
-		}
-		out.Endpoints = append(out.Endpoints, discoveryv1.Endpoint{
-			Addresses: e.Addresses,
-			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: e.TargetRef.Namespace, Name: e.TargetRef.Name, UID: e.TargetRef.UID},
-			NodeName:  e.NodeName,
-		})
-	}
-	return out, nil
-}
-
-func (ix *Index) upsertEndpointSlice(in *discoveryv1.EndpointSlice) {
-	key := in.Namespace + "/" + in.Name
-	s := &endpointSlice{}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	ix.removeEndpointSliceLocked(key)
-	for _, e := range in.Endpoints {
-		if e.TargetRef == nil || e.TargetRef.Kind != "Pod" || e.NodeName == nil {
-			continue
-		}
-		ns := e.TargetRef.Namespace
-		if ns == "" {
-			ns = in.Namespace
-		}
-		se := &sliceEndpoint{namespace: ns, podName: e.TargetRef.Name, podUID: string(e.TargetRef.UID), nodeName: *e.NodeName}
-		for _, s2 := range e.Addresses {
-			if a, err := netip.ParseAddr(s2); err == nil {
-				ix.sliceIPs[a.Unmap()] = se
-				s.addrs = append(s.addrs, a.Unmap())
-			}
-		}
-	}
-	ix.slices[key] = s
-}
-
-func (ix *Index) deleteEndpointSlice(namespace, name string) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	ix.removeEndpointSliceLocked(namespace + "/" + name)
-}
-
-func (ix *Index) removeEndpointSliceLocked(key string) {
-	s := ix.slices[key]
-	if s == nil {
-		return
-	}
-	delete(ix.slices, key)
-	for _, a := range s.addrs {
-		delete(ix.sliceIPs, a)
 	}
 }

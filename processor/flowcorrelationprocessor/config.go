@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/collector/config/configoptional"
+
+	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
 // Modes of the processor.
@@ -39,8 +43,65 @@ type Config struct {
 	// MaxRecords bounds the connections held (aggregate mode). Over it the
 	// ones with the nearest deadlines are exported early, marked evicted.
 	MaxRecords int `mapstructure:"max_records"`
+	// Kubernetes, when present, gives the gateway its own Kubernetes index:
+	// what a record lacks (an unpaired half's peer, the sides of a proxied
+	// record, the cluster UID) is resolved from it. Absent: no index, no API
+	// access, no cost.
+	Kubernetes configoptional.Optional[KubernetesConfig] `mapstructure:"kubernetes"`
 
 	_ struct{}
+}
+
+// KubernetesConfig configures the gateway's Kubernetes index (every Pod,
+// Nodes, Services, EndpointSlices, ReplicaSets, Jobs; the kube-system
+// Namespace's UID).
+type KubernetesConfig struct {
+	// AuthType is serviceAccount (in cluster, default) or kubeConfig.
+	AuthType string `mapstructure:"auth_type"`
+	// KubeConfig is the kubeconfig path for auth_type kubeConfig ("" = $KUBECONFIG, then ~/.kube/config).
+	KubeConfig string `mapstructure:"kubeconfig"`
+	// PodLabels adds the labels of the Pods the gateway names.
+	PodLabels bool `mapstructure:"pod_labels"`
+	// WaitForSync makes Start wait until the caches are filled (and the
+	// cluster UID read), failing with an error naming the resource and verb.
+	WaitForSync bool `mapstructure:"wait_for_sync"`
+	// WaitForSyncTimeout bounds that wait.
+	WaitForSyncTimeout time.Duration `mapstructure:"wait_for_sync_timeout"`
+	// DeletedPodRetention is how long a deleted Pod still names connections
+	// that started while it ran (DESIGN D7).
+	DeletedPodRetention time.Duration `mapstructure:"deleted_pod_retention"`
+
+	_ struct{}
+}
+
+func defaultKubernetesConfig() KubernetesConfig {
+	return KubernetesConfig{
+		AuthType:            k8sindex.AuthServiceAccount,
+		WaitForSync:         true,
+		WaitForSyncTimeout:  time.Minute,
+		DeletedPodRetention: k8sindex.DefaultDeletedPodRetention,
+	}
+}
+
+// Validate checks the kubernetes settings; it names every field that is wrong.
+func (k *KubernetesConfig) Validate() error {
+	var errs []error
+	switch k.AuthType {
+	case k8sindex.AuthServiceAccount:
+		if k.KubeConfig != "" {
+			errs = append(errs, fmt.Errorf("kubeconfig: only used with auth_type: %s", k8sindex.AuthKubeConfig))
+		}
+	case k8sindex.AuthKubeConfig:
+	default:
+		errs = append(errs, fmt.Errorf("auth_type: %q is not %q or %q", k.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
+	}
+	if k.WaitForSync && k.WaitForSyncTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true, got %v", k.WaitForSyncTimeout))
+	}
+	if k.DeletedPodRetention <= 0 {
+		errs = append(errs, fmt.Errorf("deleted_pod_retention: must be positive, got %v", k.DeletedPodRetention))
+	}
+	return errors.Join(errs...)
 }
 
 // Validate checks the configuration; it names every field that is wrong.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
 
@@ -33,6 +34,7 @@ func createDefaultConfig() component.Config {
 		ActiveTimeout:   defaultActiveTimeout,
 		InactiveTimeout: defaultInactiveTimeout,
 		MaxRecords:      defaultMaxRecords,
+		Kubernetes:      configoptional.Default(defaultKubernetesConfig()),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
@@ -27,6 +28,8 @@ type flowProcessor struct {
 	clock   clock
 	version string
 	out     *sender
+	// identity is the gateway's Kubernetes index (kubernetes settings); nil when off.
+	identity *identity
 
 	// Aggregate mode only.
 	mu       sync.Mutex
@@ -41,6 +44,10 @@ type flowProcessor struct {
 }
 
 func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clk clock) (*flowProcessor, error) {
+	return newProcessorWithClient(set, cfg, next, clk, newClient)
+}
+
+func newProcessorWithClient(set processor.Settings, cfg *Config, next consumer.Logs, clk clock, client clientFunc) (*flowProcessor, error) {
 	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -49,6 +56,9 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clk c
 		cfg: cfg, next: next, logger: set.Logger, tel: tel, clock: clk, version: set.BuildInfo.Version,
 		out:  &sender{next: next, tel: tel, logger: set.Logger, limit: cfg.MaxRecords},
 		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if cfg.Kubernetes.HasValue() {
+		p.identity = newIdentity(cfg.Kubernetes.Get(), set.Logger, client, clk.Now)
 	}
 	p.decoded.New = func() any { s := make([]flowrecord.Record, 0, 64); return &s }
 	if cfg.Mode == ModeAggregate {
@@ -89,8 +99,14 @@ func (p *flowProcessor) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: p.cfg.Mode == ModeProxy}
 }
 
-// Start runs the timer goroutine of aggregate mode.
-func (p *flowProcessor) Start(context.Context, component.Host) error {
+// Start runs the gateway's Kubernetes index, when configured, and the timer
+// goroutine of aggregate mode.
+func (p *flowProcessor) Start(ctx context.Context, _ component.Host) error {
+	if p.identity != nil {
+		if err := p.identity.start(ctx); err != nil {
+			return err
+		}
+	}
 	if p.table != nil && p.started.CompareAndSwap(false, true) {
 		go p.timerLoop()
 	}
@@ -114,6 +130,9 @@ func (p *flowProcessor) Shutdown(ctx context.Context) error {
 			p.flush(ctx)
 		}
 		p.out.retryDue(ctx, p.clock.Now(), true)
+		if p.identity != nil {
+			p.identity.shutdown()
+		}
 		err = errors.Join(err, p.tel.shutdown())
 	})
 	return err
@@ -159,6 +178,9 @@ func (p *flowProcessor) flush(ctx context.Context) {
 // emitter encodes the table's exports into b and counts what they mean.
 func (p *flowProcessor) emitter(ctx context.Context, b *batch) aggregate.Emit {
 	return func(r *flowrecord.Record, why aggregate.Reason) {
+		if p.identity != nil {
+			p.identity.fill(r)
+		}
 		b.add(r)
 		if r.Correlation == flowrecord.CorrelationUnpaired && why != aggregate.ReasonActiveTimeout && why != aggregate.ReasonInactive {
 			p.tel.unpaired.Add(ctx, 1, withReason(why.String()))
@@ -210,6 +232,7 @@ func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, recs []flow
 	var received int64
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {
+		cluster := clusterUID(rls.At(i).Resource())
 		sls := rls.At(i).ScopeLogs()
 		for j := range sls.Len() {
 			lrs := sls.At(j).LogRecords()
@@ -218,12 +241,23 @@ func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, recs []flow
 				recs = append(recs, flowrecord.Record{})
 				if !p.decodeOne(ctx, lrs.At(k), &recs[len(recs)-1]) {
 					recs = recs[:len(recs)-1]
+					continue
 				}
+				recs[len(recs)-1].ClusterUID = cluster
 			}
 		}
 	}
 	p.tel.received.Add(ctx, received)
 	return recs
+}
+
+// clusterUID is the k8s.cluster.uid of a resource ("" when absent): the
+// aggregate output keeps each record under its cluster's resource.
+func clusterUID(res pcommon.Resource) string {
+	if v, ok := res.Attributes().Get(flowrecord.ResourceClusterUID); ok {
+		return v.AsString()
+	}
+	return ""
 }
 
 // decodeOne decodes lr into r and reports whether r can be used.
@@ -253,6 +287,9 @@ func (p *flowProcessor) proxy(ctx context.Context, ld plog.Logs) error {
 	var byState [4]int64
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {
+		if p.identity != nil {
+			p.identity.nameResource(rls.At(i))
+		}
 		sls := rls.At(i).ScopeLogs()
 		for j := range sls.Len() {
 			sls.At(j).LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
@@ -260,7 +297,10 @@ func (p *flowProcessor) proxy(ctx context.Context, ld plog.Logs) error {
 				if !p.decodeOne(ctx, lr, &r) {
 					return true
 				}
-				r.Direction = flowDirection(&r)
+				r.Direction = flowDirection(&r) // from what the Node said, as Antrea
+				if p.identity != nil {
+					p.identity.fill(&r) // the resource carries the cluster UID
+				}
 				if !r.Origin.ExporterAddress.IsValid() {
 					r.Origin.ExporterAddress = peer
 				}

@@ -22,29 +22,53 @@ const (
 	retryGiveUpAfter  = 5 * time.Minute
 )
 
-// batch is a set of records the processor emits in one ConsumeLogs call.
+// batch is a set of records the processor emits in one ConsumeLogs call,
+// under one resource per cluster (k8s.cluster.uid), in order of first use.
 type batch struct {
-	logs    plog.Logs
+	logs               plog.Logs
+	scopeName, version string
+	clusters           []clusterRecords
+	n                  int
+	byState            [4]int64 // records per flowrecord.CorrelationState
+}
+
+// clusterRecords are the records of one cluster in a batch.
+type clusterRecords struct {
+	uid     string
 	records plog.LogRecordSlice
-	byState [4]int64 // records per flowrecord.CorrelationState
 }
 
 func newBatch(scopeName, version string) *batch {
-	ld := plog.NewLogs()
-	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
-	sl.Scope().SetName(scopeName)
-	sl.Scope().SetVersion(version)
-	return &batch{logs: ld, records: sl.LogRecords()}
+	return &batch{logs: plog.NewLogs(), scopeName: scopeName, version: version}
 }
 
 func (b *batch) add(r *flowrecord.Record) {
-	flowrecord.Encode(r, b.records.AppendEmpty())
+	flowrecord.Encode(r, b.recordsOf(r.ClusterUID).AppendEmpty())
+	b.n++
 	if int(r.Correlation) < len(b.byState) {
 		b.byState[r.Correlation]++
 	}
 }
 
-func (b *batch) len() int { return b.records.Len() }
+// recordsOf is the record slice under the resource of cluster uid.
+func (b *batch) recordsOf(uid string) plog.LogRecordSlice {
+	for i := range b.clusters {
+		if b.clusters[i].uid == uid {
+			return b.clusters[i].records
+		}
+	}
+	rl := b.logs.ResourceLogs().AppendEmpty()
+	if uid != "" {
+		rl.Resource().Attributes().PutStr(flowrecord.ResourceClusterUID, uid)
+	}
+	sl := rl.ScopeLogs().AppendEmpty()
+	sl.Scope().SetName(b.scopeName)
+	sl.Scope().SetVersion(b.version)
+	b.clusters = append(b.clusters, clusterRecords{uid: uid, records: sl.LogRecords()})
+	return b.clusters[len(b.clusters)-1].records
+}
+
+func (b *batch) len() int { return b.n }
 
 // retry is a batch waiting for another attempt.
 type retry struct {

@@ -49,6 +49,9 @@ var (
 	families = []family{v4, v6}
 )
 
+// testClusterUID is the test cluster's kube-system Namespace UID.
+const testClusterUID = "6c0e5a3b-1d2f-4e8a-9b7c-0a1b2c3d4e5f"
+
 // t0 is when the test cluster's Pods were created.
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
@@ -97,6 +100,7 @@ func controller(kind, name string) *metav1.OwnerReference {
 
 func clusterObjects() []runtime.Object {
 	return []runtime.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: testClusterUID}},
 		testNode("node-a", "uid-node-a", []string{v4.nodeA, v6.nodeA}, "10.244.1.0/24", "fd00:10:244:1::/64"),
 		testNode("node-b", "uid-node-b", []string{v4.nodeB, v6.nodeB}, "10.244.2.0/24", "fd00:10:244:2::/64"),
 		testPod("default", "web-a", "uid-web-a", "node-a", t0, controller("ReplicaSet", "web-7d4f"), v4.webA, v6.webA),

@@ -41,6 +41,9 @@ type Config struct {
 	// DeletedPodRetention is how long a deleted or terminated Pod still names
 	// connections that started while it ran (DESIGN D7).
 	DeletedPodRetention time.Duration `mapstructure:"deleted_pod_retention"`
+	// ClusterUID is written to every record's resource as k8s.cluster.uid.
+	// Empty: the UID of the kube-system Namespace, read once at start.
+	ClusterUID string `mapstructure:"cluster_uid"`
 
 	_ struct{}
 }

@@ -35,6 +35,7 @@ func TestLoadConfig(t *testing.T) {
 			c.Pods, c.PodLabels, c.AuthType, c.KubeConfig = PodsAll, true, "kubeConfig", "/etc/flowtel/kubeconfig"
 			c.WaitForSync, c.DeletedPodRetention = false, 2*time.Minute
 		}), ""},
+		{"named_cluster", def(func(c *Config) { c.NodeName, c.ClusterUID = "node-a", "3f8e2c1a-prod-eu-1" }), ""},
 		{"slow_api", def(func(c *Config) { c.NodeName, c.WaitForSyncTimeout = "node-b", 3*time.Minute }), ""},
 		{"no_node", nil, "node_name is required with pods: local"},
 		{"bad_pods", nil, `pods: "some" is not "local" or "all"`},

@@ -23,6 +23,7 @@ type k8sFlowProcessor struct {
 	client    clientFunc
 	informers *k8sindex.Informers
 	tel       *telemetry
+	cluster   k8sindex.ClusterName
 	// synced is set once every cache has been filled; before (only with
 	// wait_for_sync: false) records cannot be classified and are dropped.
 	synced atomic.Bool
@@ -48,24 +49,13 @@ func (p *k8sFlowProcessor) start(ctx context.Context, _ component.Host) error {
 	if err != nil {
 		return fmt.Errorf("k8s_flow: %w", err)
 	}
-	inf, err := k8sindex.NewInformers(p.ix, client, p.logger)
+	inf, err := k8sindex.Run(ctx, p.ix, client, p.logger, p.cfg.WaitForSync, p.cfg.WaitForSyncTimeout)
 	if err != nil {
 		return fmt.Errorf("k8s_flow: %w", err)
 	}
-	if p.cfg.WaitForSync {
-		pctx, cancel := context.WithTimeout(ctx, p.cfg.WaitForSyncTimeout)
-		err := inf.Preflight(pctx)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("k8s_flow: %w", err)
-		}
-	}
-	inf.Start()
 	p.informers = inf
-	if p.cfg.WaitForSync {
-		if err := inf.WaitForSync(ctx, p.cfg.WaitForSyncTimeout); err != nil {
-			return fmt.Errorf("k8s_flow: %w", err)
-		}
+	if err := p.cluster.Start(ctx, p.cfg.ClusterUID, p.cfg.WaitForSync, p.cfg.WaitForSyncTimeout, client, p.logger); err != nil {
+		return fmt.Errorf("k8s_flow: %w", err)
 	}
 	p.synced.Store(inf.HasSynced())
 	p.logger.Info("Kubernetes caches started", zap.String("node", p.cfg.NodeName), zap.String("pods", p.cfg.Pods), zap.Bool("synced", p.cfg.WaitForSync))
@@ -73,6 +63,7 @@ func (p *k8sFlowProcessor) start(ctx context.Context, _ component.Host) error {
 }
 
 func (p *k8sFlowProcessor) shutdown(context.Context) error {
+	p.cluster.Stop()
 	if p.informers != nil {
 		p.informers.Shutdown()
 		p.informers = nil
@@ -102,6 +93,7 @@ func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.
 		decodeErr error
 	)
 	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
+		p.nameCluster(rl)
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
 			relays = relays[:0]
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {

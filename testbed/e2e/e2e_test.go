@@ -43,6 +43,7 @@ type bed struct {
 	pods     map[string]*netlab.Pod
 	services map[string]*netlab.Service
 	ch       *chserver.Server
+	cp       *controlplane.ControlPlane
 	gateways []*collector.Process
 	// gatewayOptions start gateway i again on the same ports (fault tests)
 	gatewayOptions []collector.Options
@@ -194,6 +195,7 @@ func startBed(t testing.TB, opt options) *bed {
 	// Control plane and API objects.
 	t.Log("bed: kube-apiserver, etcd and the cluster's API objects")
 	cp := controlplane.Start(t)
+	b.cp = cp
 	require.NoError(t, cluster.RegisterNodes(ctx, cp.Admin, b.lab))
 	for _, p := range b.pods {
 		require.NoError(t, cluster.RegisterPod(ctx, cp.Admin, p, map[string]string{"app": p.Name}))

@@ -1,0 +1,103 @@
+package k8sflowprocessor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/controlplane"
+)
+
+// clusterUIDOf runs one record through p and returns the k8s.cluster.uid of
+// the resource it comes out under ("" when absent).
+func clusterUIDOf(t *testing.T, p *k8sFlowProcessor) string {
+	t.Helper()
+	ld := plog.NewLogs()
+	r := flowCase{reporter: "node-a", src: hp(v4.gwA, 40000), dst: hp(v4.external, 443)}.record() // node-a → external
+	flowrecord.Encode(r, ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+	out, err := p.processLogs(context.Background(), ld)
+	require.NoError(t, err)
+	require.Equal(t, 1, out.LogRecordCount())
+	v, ok := out.ResourceLogs().At(0).Resource().Attributes().Get(flowrecord.ResourceClusterUID)
+	if !ok {
+		return ""
+	}
+	return v.Str()
+}
+
+// Records name their cluster without configuration: k8s_flow reads the
+// kube-system Namespace's UID once, from a real kube-apiserver, with the
+// documented ClusterRole; cluster_uid overrides it; without the grant, Start
+// says which one is missing.
+func TestClusterUIDFromKubeAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the real kube-apiserver test needs the control-plane binaries (testbed/controlplane/build.sh)")
+	}
+	cp := controlplane.Start(t)
+	ctx := context.Background()
+	kubeSystem, err := cp.Admin.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, kubeSystem.UID)
+
+	_, err = cp.Admin.CoreV1().Nodes().Create(ctx, testNode("node-a", "", nil, "10.244.1.0/24"), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	role := readClusterRole(t)
+	_, err = cp.Admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// The same role without the Namespace grant.
+	noNamespace := role.DeepCopy()
+	noNamespace.Name = "flowtel-k8s-flow-no-namespace"
+	noNamespace.Rules = noNamespace.Rules[:len(noNamespace.Rules)-1]
+	require.Equal(t, []string{"namespaces"}, role.Rules[len(role.Rules)-1].Resources, "the last rule of the documented role is the Namespace grant")
+	_, err = cp.Admin.RbacV1().ClusterRoles().Create(ctx, noNamespace, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	run := func(t *testing.T, token string, mutate func(*Config)) (*k8sFlowProcessor, error) {
+		cfg := nodeConfig("node-a")
+		cfg.AuthType, cfg.KubeConfig, cfg.WaitForSyncTimeout = "kubeConfig", cp.Kubeconfig(t, "sa", token), 10*time.Second
+		mutate(cfg)
+		p, err := newProcessor(processortestSettings(), cfg, newClient, time.Now)
+		require.NoError(t, err)
+		err = p.start(ctx, nil)
+		t.Cleanup(func() { require.NoError(t, p.shutdown(ctx)) })
+		return p, err
+	}
+	granted := cp.ServiceAccount(t, "flowtel", "node-collector", role.Name)
+	t.Run("kube-system UID by default", func(t *testing.T) {
+		p, err := run(t, granted, func(*Config) {})
+		require.NoError(t, err)
+		assert.Equal(t, string(kubeSystem.UID), clusterUIDOf(t, p))
+	})
+	t.Run("configured cluster_uid", func(t *testing.T) {
+		p, err := run(t, granted, func(c *Config) { c.ClusterUID = "prod-eu-1" })
+		require.NoError(t, err)
+		assert.Equal(t, "prod-eu-1", clusterUIDOf(t, p))
+	})
+
+	withoutGrant := cp.ServiceAccount(t, "flowtel", "no-namespace", noNamespace.Name)
+	t.Run("without the grant Start fails naming it", func(t *testing.T) {
+		_, err := run(t, withoutGrant, func(*Config) {})
+		require.Error(t, err)
+		t.Logf("start without get on namespaces: %v", err)
+		assert.Contains(t, err.Error(), `RBAC forbids "get" on namespaces (grant get on it in the ClusterRole)`)
+		assert.Contains(t, err.Error(), "or set cluster_uid")
+	})
+	t.Run("without the grant and wait_for_sync false, records carry none", func(t *testing.T) {
+		p, err := run(t, withoutGrant, func(c *Config) { c.WaitForSync = false })
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return p.ix.Sizes().Nodes == 1 }, 10*time.Second, 10*time.Millisecond)
+		assert.Equal(t, "", clusterUIDOf(t, p))
+	})
+	t.Run("configured cluster_uid needs no grant", func(t *testing.T) {
+		p, err := run(t, withoutGrant, func(c *Config) { c.ClusterUID = "prod-eu-1" })
+		require.NoError(t, err)
+		assert.Equal(t, "prod-eu-1", clusterUIDOf(t, p))
+	})
+}
