@@ -385,23 +385,26 @@ func (r *conntrackReceiver) applyEvents(ctx context.Context) {
 	evs := r.evPending
 	r.evPending = nil
 	r.evMu.Unlock()
-	var applied, ignored, shed int
+	var applied, ignored, ended, shed int
 	for i := range evs {
 		c := &evs[i].conn
 		if !r.prof.Event(c) {
 			ignored++
 			continue
 		}
-		if r.store.Final(c, evs[i].at) {
+		switch r.store.Final(c, evs[i].at) {
+		case store.FinalApplied:
 			applied++
-		} else {
+		case store.FinalAlreadyEnded:
+			ended++
+		case store.FinalShed:
 			shed++
 		}
 	}
 	for _, o := range []struct {
 		n int
 		r string
-	}{{applied, "applied"}, {ignored, "ignored"}, {shed, "shed"}} {
+	}{{applied, "applied"}, {ignored, "ignored"}, {ended, "already_ended"}, {shed, "shed"}} {
 		if o.n > 0 {
 			r.tel.events.Add(ctx, int64(o.n), reason(o.r))
 		}

@@ -10,11 +10,17 @@ package store
 import "net/netip"
 
 // Key identifies a connection: the original source, the post-DNAT destination
-// (the reply tuple's source) and the protocol. It is Antrea's ConnectionKey.
+// (the reply tuple's source) and the protocol — Antrea's ConnectionKey — plus,
+// for ICMP and ICMPv6, the original tuple's type, code and identifier, which
+// conntrack uses in place of ports: two concurrent pings between the same
+// hosts are two connections.
 type Key struct {
 	Src, Dst         netip.Addr
 	SrcPort, DstPort uint16
+	ICMPID           uint16
 	Proto            uint8
+	ICMPType         uint8
+	ICMPCode         uint8
 }
 
 // TCP states as conntrack numbers them (include/uapi/linux/netfilter/nf_conntrack_tcp.h).
@@ -77,6 +83,16 @@ type Conn struct {
 	Start, Stop int64
 
 	Orig, Reply Counters
+}
+
+// sameConnection reports whether c is a later observation of the connection
+// held as e: a different conntrack ID on the same tuple is a new connection
+// reusing it (a UDP flow after its timeout, a SYN on a TIME_WAIT entry),
+// unless the zone differs too — then the antrea profile moved the connection
+// between its zone-0 and CNI-zone entries, which have IDs of their own. An ID of
+// 0 (not reported) matches any.
+func (e *Conn) sameConnection(c *Conn) bool {
+	return e.ID == c.ID || e.ID == 0 || c.ID == 0 || e.Zone != c.Zone
 }
 
 // IsTCP reports whether the connection is TCP.

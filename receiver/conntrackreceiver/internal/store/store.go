@@ -35,6 +35,11 @@ type entry struct {
 	index   int    // position in the expiry heap, -1 when not queued
 	heapKey int64  // the expiry the heap orders it by (see expiryHeap)
 	seen    uint64 // the poll generation that last saw the entry
+	// missed counts the completed dumps in a row that did not hold the entry.
+	missed uint8
+	// replaced is the conntrack ID of the connection this one replaced on its
+	// key (tuple reuse): a late DESTROY event for it changes nothing.
+	replaced uint32
 
 	// frozen: conntrack said the connection is dying (TIME_WAIT/CLOSE/DYING);
 	// later observations are ignored, as Antrea does.
@@ -46,7 +51,16 @@ type entry struct {
 	// exported: at least one record went out. A connection never exported
 	// counts as active (Antrea starts new connections active).
 	exported bool
+	// detached: a newer connection holds the key; this one waits in the queue
+	// for its end-of-flow record only and leaves the store with it.
+	detached bool
 }
+
+// missedDumpsForGone is how many dumps in a row must lack a connection before
+// it is taken for gone. A netlink dump is not a snapshot: an entry that moves
+// in the kernel's hash table while the dump runs can be missing from it, so a
+// single absence is not the end of a connection. A DESTROY event is.
+const missedDumpsForGone = 2
 
 func (e *entry) expiryNanos() int64 { return min(e.activeExpire, e.idleExpire) }
 
@@ -76,7 +90,9 @@ type Export struct {
 
 // PollStats summarises one poll's effect on the store.
 type PollStats struct {
-	Observed, New, Shed, Gone, Deleted int
+	// Replaced counts connections ended because a new conntrack entry (another
+	// ID) took their tuple.
+	Observed, New, Shed, Gone, Replaced, Deleted int
 	// Stale counts gone connections removed before their final record could
 	// be exported (StaleTimeout passed); the caller counts them as lost.
 	Stale int
@@ -119,27 +135,31 @@ func (s *Store) BeginPoll(now time.Time) {
 func (s *Store) Observe(c *Conn) bool {
 	s.stats.Observed++
 	e, ok := s.conns[c.Key]
-	if ok && e.readyToDelete && c.ID != 0 && c.ID != e.conn.ID {
-		// The final record of the previous connection on this 5-tuple went
-		// out; this is a new connection reusing the tuple.
-		s.delete(e)
+	var replaced uint32
+	if ok && !e.conn.sameConnection(c) {
+		// A new connection reusing the tuple: the old one ends with its own
+		// last counters, the new one starts with its own.
+		replaced = e.conn.ID
+		s.retire(e)
 		ok = false
 	}
 	if !ok {
-		e = s.insert(c)
+		e = s.insert(c, true)
 		if e == nil {
 			return false
 		}
 		e.seen = s.gen
+		e.replaced = replaced
 		return true
 	}
 	e.seen = s.gen
+	e.missed = 0
 	e.lastSeen = s.now
 	if e.frozen || e.readyToDelete {
 		// Frozen once dying: the exported end-of-flow state stays the truth.
 		return true
 	}
-	// An entry missing from one dump (an interrupted dump) that is back is alive.
+	// Back after dumps that missed it: the same conntrack entry, still alive.
 	e.gone = false
 	moved := c.Orig != e.conn.Orig || c.Reply != e.conn.Reply || c.TCPState != e.conn.TCPState
 	s.update(e, c)
@@ -170,7 +190,10 @@ func (s *Store) update(e *entry, c *Conn) {
 	}
 }
 
-func (s *Store) insert(c *Conn) *entry {
+// insert adds c as a new connection, queued for its first export. held puts
+// it under its key; a connection that is not held only waits for its
+// end-of-flow record.
+func (s *Store) insert(c *Conn, held bool) *entry {
 	if s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections {
 		s.stats.Shed++
 		return nil
@@ -191,32 +214,72 @@ func (s *Store) insert(c *Conn) *entry {
 	e.frozen = e.conn.Dying()
 	e.activeExpire = s.now + int64(s.cfg.ActiveTimeout)
 	e.idleExpire = s.now + int64(s.cfg.IdleTimeout)
-	s.conns[c.Key] = e
+	if held {
+		s.conns[c.Key] = e
+	} else {
+		e.detached = true
+	}
 	s.queue.push(e)
 	return e
+}
+
+// retire ends the connection held as e because another connection takes its
+// key: deleted if its final record went out, else detached and queued for its
+// end-of-flow record now.
+func (s *Store) retire(e *entry) {
+	s.stats.Replaced++
+	if e.readyToDelete {
+		s.delete(e)
+		return
+	}
+	delete(s.conns, e.conn.Key)
+	e.detached = true
+	s.end(e, s.now)
+}
+
+// end marks e gone and queues its end-of-flow record at n.
+func (s *Store) end(e *entry, n int64) {
+	e.gone = true
+	e.frozen = true
+	if e.index >= 0 {
+		s.queue.remove(e)
+	}
+	e.activeExpire, e.idleExpire = n, n
+	s.queue.push(e)
 }
 
 func (s *Store) delete(e *entry) {
 	if e.index >= 0 {
 		s.queue.remove(e)
 	}
-	delete(s.conns, e.conn.Key)
+	if !e.detached {
+		delete(s.conns, e.conn.Key)
+	}
 	s.stats.Deleted++
 	if len(s.free) < 4096 {
 		s.free = append(s.free, e)
 	}
 }
 
-// EndPoll finishes a poll: connections the dump did not hold are gone. A gone
-// connection whose final record went out is deleted; one seen gone for the
-// first time is queued for its end-of-flow record right away if it had left
-// the queue (went idle) — Antrea never reports those; one gone and unexported
-// past StaleTimeout is removed.
+// EndPoll finishes a poll: connections missing from missedDumpsForGone dumps
+// in a row are gone (a DESTROY event says so at once). A gone connection whose
+// final record went out is deleted; one seen gone for the first time is
+// queued for its end-of-flow record right away if it had left the queue (went
+// idle) — Antrea never reports those; one gone and unexported past
+// StaleTimeout is removed.
 func (s *Store) EndPoll() PollStats {
 	stale := int64(s.cfg.StaleTimeout)
 	for _, e := range s.conns {
 		if e.seen == s.gen {
 			continue
+		}
+		if !e.gone {
+			if e.missed < missedDumpsForGone {
+				e.missed++
+			}
+			if e.missed < missedDumpsForGone {
+				continue
+			}
 		}
 		switch {
 		case e.readyToDelete:
@@ -236,40 +299,65 @@ func (s *Store) EndPoll() PollStats {
 	return s.stats
 }
 
+// FinalResult says what a DESTROY event did to the store.
+type FinalResult uint8
+
+const (
+	// FinalApplied: the event ended a connection, with the event's counters.
+	FinalApplied FinalResult = iota
+	// FinalAlreadyEnded: the event's connection had already had its
+	// end-of-flow record (from polling), so the event changed nothing.
+	FinalAlreadyEnded
+	// FinalShed: the event's connection was new to the store and did not fit
+	// under MaxConnections.
+	FinalShed
+)
+
 // Final applies a conntrack DESTROY event (the entry's last counters) at now.
 // A connection the store never saw (opened and closed between two polls) is
-// added so that its only record is an end-of-flow one. It returns false when
-// such a connection was shed.
-func (s *Store) Final(c *Conn, now time.Time) bool {
+// added so that its only record is an end-of-flow one.
+func (s *Store) Final(c *Conn, now time.Time) FinalResult {
 	n := now.UnixNano()
 	e, ok := s.conns[c.Key]
-	if ok && e.readyToDelete {
-		return true // its final record already went out
+	held := true
+	switch {
+	case ok && e.conn.sameConnection(c):
+		if e.readyToDelete {
+			return FinalAlreadyEnded
+		}
+	case ok && c.ID == e.replaced:
+		// The connection a newer one replaced on this tuple: polling
+		// already ended it.
+		return FinalAlreadyEnded
+	case ok && e.readyToDelete:
+		// A connection no poll saw, after the held one's end went out.
+		s.delete(e)
+		ok = false
+	case ok:
+		// A connection no poll saw, beside the held one (which started
+		// after it or has not had its own DESTROY yet): its own record.
+		ok, held = false, false
 	}
 	if !ok {
 		s.now = n
-		e = s.insert(c)
-		if e == nil {
-			return false
+		if e = s.insert(c, held); e == nil {
+			return FinalShed
 		}
 		// Not part of any poll: keep the next EndPoll from treating its
 		// absence as news.
 		e.seen = s.gen
-	} else if !e.frozen && !e.gone {
+	} else {
+		// The event's counters are the connection's last, also when a dump
+		// already missed it (it was destroyed while the dump ran) or saw it
+		// dying: its end-of-flow record has not gone out yet.
 		s.update(e, c)
 	}
 	e.lastSeen = n
-	e.gone = true
-	e.frozen = true
 	if e.conn.Stop == 0 {
 		e.conn.Stop = n
 	}
-	if e.index >= 0 {
-		s.queue.remove(e)
-	}
-	e.activeExpire, e.idleExpire = n, n
-	s.queue.push(e)
-	return true
+	s.end(e, n)
+	return FinalApplied
 }
 
 // NextExpiry returns a time no later than the earliest export due.
@@ -308,6 +396,9 @@ func (s *Store) Expired(now time.Time, dst []Export) []Export {
 		case e.dying():
 			x.Reason = flowrecord.EndReasonEndOfFlow
 			e.readyToDelete = true
+			if e.detached {
+				s.delete(e) // no dump can see it again under its key
+			}
 		case idle:
 			x.Reason = flowrecord.EndReasonIdleTimeout
 		default:
