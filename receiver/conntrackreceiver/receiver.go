@@ -332,6 +332,7 @@ func toRecord(x *store.Export, node string, now time.Time, rec *flowrecord.Recor
 	if c.IsTCP() {
 		rec.TCPState = store.TCPStateName(c.TCPState)
 	}
+	rec.ICMP = flowrecord.ICMP{Type: c.ICMPType, Code: c.ICMPCode, ID: c.ICMPID}
 }
 
 // runEvents receives DESTROY events until shutdown, re-subscribing after a

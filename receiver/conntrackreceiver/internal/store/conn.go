@@ -85,16 +85,6 @@ type Conn struct {
 	Orig, Reply Counters
 }
 
-// sameConnection reports whether c is a later observation of the connection
-// held as e: a different conntrack ID on the same tuple is a new connection
-// reusing it (a UDP flow after its timeout, a SYN on a TIME_WAIT entry),
-// unless the zone differs too — then the antrea profile moved the connection
-// between its zone-0 and CNI-zone entries, which have IDs of their own. An ID of
-// 0 (not reported) matches any.
-func (e *Conn) sameConnection(c *Conn) bool {
-	return e.ID == c.ID || e.ID == 0 || c.ID == 0 || e.Zone != c.Zone
-}
-
 // IsTCP reports whether the connection is TCP.
 func (c *Conn) IsTCP() bool { return c.Proto == 6 }
 

@@ -36,6 +36,28 @@ func TestTupleReuseByALiveEntryEndsTheOldConnectionAndStartsANewOne(t *testing.T
 	}
 }
 
+func TestTupleReuseWithTheSameIDIsToldApartByTheStartTime(t *testing.T) {
+	// The kernel's ID is a hash: an entry reusing the memory of the one it
+	// replaced on the same tuple gets the same ID.
+	c := &clock{t: t, s: newTestStore()}
+	old := tcpConn(1000, 10, TCPEstablished)
+	old.Start = t0.UnixNano()
+	c.poll(0, old)
+	again := tcpConn(1000, 2, TCPEstablished)
+	again.Start = t0.Add(3 * time.Second).UnixNano()
+	x := one(t, c.poll(4*time.Second, again))
+	if x.Reason != flowrecord.EndReasonEndOfFlow || x.Conn.Orig.Packets != 10 || !x.Start.Equal(t0) {
+		t.Fatalf("got %+v, want the old connection's end", x)
+	}
+	if got := c.s.Final(&old, t0.Add(4500*time.Millisecond)); got != FinalAlreadyEnded {
+		t.Fatalf("late DESTROY of the old connection: Final = %v, want FinalAlreadyEnded", got)
+	}
+	x = one(t, c.poll(9*time.Second, again))
+	if x.Reason != flowrecord.EndReasonActiveTimeout || x.OrigDelta.Packets != 2 || !x.Start.Equal(t0.Add(3*time.Second)) {
+		t.Fatalf("got %+v, want the new connection's own first record", x)
+	}
+}
+
 func TestZoneMoveIsTheSameConnection(t *testing.T) {
 	// antrea profile: the connection's key moves from its zone-0 entry to its
 	// CNI-zone entry, which has an ID of its own.

@@ -37,9 +37,10 @@ type entry struct {
 	seen    uint64 // the poll generation that last saw the entry
 	// missed counts the completed dumps in a row that did not hold the entry.
 	missed uint8
-	// replaced is the conntrack ID of the connection this one replaced on its
-	// key (tuple reuse): a late DESTROY event for it changes nothing.
-	replaced uint32
+	// ident is the conntrack entry the connection was last read from;
+	// replaced, the connection this one replaced on its key (tuple reuse): a
+	// late DESTROY event for it changes nothing.
+	ident, replaced identity
 
 	// frozen: conntrack said the connection is dying (TIME_WAIT/CLOSE/DYING);
 	// later observations are ignored, as Antrea does.
@@ -61,6 +62,30 @@ type entry struct {
 // in the kernel's hash table while the dump runs can be missing from it, so a
 // single absence is not the end of a connection. A DESTROY event is.
 const missedDumpsForGone = 2
+
+// identity tells two conntrack entries of one tuple and zone apart: the
+// kernel's ID, and the start timestamp, because the ID is a hash that a new
+// entry repeats when it reuses the memory of the one it replaced (a UDP flow
+// after its timeout usually does). Zero values are unknown and match any.
+type identity struct {
+	id    uint32
+	start int64
+}
+
+func identityOf(c *Conn) identity { return identity{id: c.ID, start: c.Start} }
+
+func (a identity) differs(b identity) bool {
+	return (a.id != 0 && b.id != 0 && a.id != b.id) || (a.start != 0 && b.start != 0 && a.start != b.start)
+}
+
+// sameConnection reports whether c is a later observation of e's connection.
+// Another conntrack entry on the same tuple is a new connection reusing it (a
+// UDP flow after its timeout, a SYN on a TIME_WAIT entry), unless the zone
+// differs too: then the antrea profile moved the connection between its zone-0
+// and CNI-zone entries, which are two entries of one connection.
+func (e *entry) sameConnection(c *Conn) bool {
+	return e.conn.Zone != c.Zone || !e.ident.differs(identityOf(c))
+}
 
 func (e *entry) expiryNanos() int64 { return min(e.activeExpire, e.idleExpire) }
 
@@ -135,11 +160,11 @@ func (s *Store) BeginPoll(now time.Time) {
 func (s *Store) Observe(c *Conn) bool {
 	s.stats.Observed++
 	e, ok := s.conns[c.Key]
-	var replaced uint32
-	if ok && !e.conn.sameConnection(c) {
+	var replaced identity
+	if ok && !e.sameConnection(c) {
 		// A new connection reusing the tuple: the old one ends with its own
 		// last counters, the new one starts with its own.
-		replaced = e.conn.ID
+		replaced = e.ident
 		s.retire(e)
 		ok = false
 	}
@@ -182,6 +207,7 @@ func (s *Store) Observe(c *Conn) bool {
 func (s *Store) update(e *entry, c *Conn) {
 	start := e.conn.Start
 	e.conn = *c
+	e.ident = identityOf(c)
 	if e.conn.Start == 0 {
 		e.conn.Start = start
 	}
@@ -206,7 +232,7 @@ func (s *Store) insert(c *Conn, held bool) *entry {
 	} else {
 		e = new(entry)
 	}
-	*e = entry{conn: *c, firstSeen: s.now, lastSeen: s.now, index: -1}
+	*e = entry{conn: *c, ident: identityOf(c), firstSeen: s.now, lastSeen: s.now, index: -1}
 	if e.conn.Start == 0 {
 		e.conn.Start = s.now
 	}
@@ -321,11 +347,11 @@ func (s *Store) Final(c *Conn, now time.Time) FinalResult {
 	e, ok := s.conns[c.Key]
 	held := true
 	switch {
-	case ok && e.conn.sameConnection(c):
+	case ok && e.sameConnection(c):
 		if e.readyToDelete {
 			return FinalAlreadyEnded
 		}
-	case ok && c.ID == e.replaced:
+	case ok && e.replaced != (identity{}) && !e.replaced.differs(identityOf(c)):
 		// The connection a newer one replaced on this tuple: polling
 		// already ended it.
 		return FinalAlreadyEnded
