@@ -114,7 +114,7 @@ func TestUDPTupleReusedAfterTimeoutIsANewConnection(t *testing.T) {
 				cfg.Events = events
 				h := startReceiver(t, cfg)
 				time.Sleep(1500 * time.Millisecond) // the first poll saw the first flow; its entry expired
-				send(1, 70) // a new entry on the same tuple
+				send(1, 70)                         // a new entry on the same tuple
 				// Its next packet keeps it until the next poll.
 				l.in(l.node, "sysctl", "-qw", "net.netfilter.nf_conntrack_udp_timeout=30", "net.netfilter.nf_conntrack_udp_timeout_stream=30")
 				send(1, 70)
