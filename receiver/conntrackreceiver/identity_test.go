@@ -1,18 +1,19 @@
 package conntrackreceiver
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/peer"
 )
 
 // Which kernel conntrack entry is which connection, with real traffic: a
@@ -254,75 +255,6 @@ func TestTCPSynOnTimeWaitTupleIsANewConnection(t *testing.T) {
 	}
 }
 
-// pinger sends echo requests with its own identifier from inside a namespace,
-// as `ping -e id` does, over a raw ICMP or ICMPv6 socket.
-type pinger struct {
-	c    net.PacketConn
-	dst  net.Addr
-	v6   bool
-	id   uint16
-	size int
-}
-
-func (l *lab) pinger(ns string, f family, id uint16, size int) *pinger {
-	l.t.Helper()
-	network, v6 := "ip4:icmp", f.name == "ipv6"
-	if v6 {
-		network = "ip6:ipv6-icmp"
-	}
-	p := &pinger{dst: &net.IPAddr{IP: net.ParseIP(f.srv)}, v6: v6, id: id, size: size}
-	l.do(ns, func() (err error) { p.c, err = net.ListenPacket(network, ""); return err })
-	l.t.Cleanup(func() { p.c.Close() })
-	return p
-}
-
-// echo sends one request with sequence number seq and waits for its reply
-// (every raw ICMP socket of the namespace receives every reply: others' are skipped).
-func (p *pinger) echo(seq uint16) error {
-	msg := make([]byte, 8+p.size)
-	msg[0] = 8 // echo request
-	if p.v6 {
-		msg[0] = 128 // the kernel computes the ICMPv6 checksum
-	}
-	binary.BigEndian.PutUint16(msg[4:], p.id)
-	binary.BigEndian.PutUint16(msg[6:], seq)
-	if !p.v6 {
-		binary.BigEndian.PutUint16(msg[2:], icmpChecksum(msg))
-	}
-	if _, err := p.c.WriteTo(msg, p.dst); err != nil {
-		return err
-	}
-	reply := byte(0)
-	if p.v6 {
-		reply = 129
-	}
-	buf := make([]byte, 1500)
-	_ = p.c.SetReadDeadline(time.Now().Add(3 * time.Second))
-	for {
-		n, _, err := p.c.ReadFrom(buf)
-		if err != nil {
-			return fmt.Errorf("echo id %d seq %d: %w", p.id, seq, err)
-		}
-		if n >= 8 && buf[0] == reply && binary.BigEndian.Uint16(buf[4:]) == p.id && binary.BigEndian.Uint16(buf[6:]) == seq {
-			return nil
-		}
-	}
-}
-
-func icmpChecksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
-}
-
 func TestConcurrentPingsAreTwoConnections(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
@@ -334,26 +266,24 @@ func TestConcurrentPingsAreTwoConnections(t *testing.T) {
 				id    uint16
 				count int
 			}{{0x1111, 5}, {0x2222, 3}}
+			// Both conversations run at once, interleaved (testbed/cmd/flowpeer's ping).
+			bin := peer.Build(t)
 			var wg sync.WaitGroup
-			errs := make(chan error, len(pings))
-			for _, pg := range pings {
-				p := l.pinger(l.cli, f, pg.id, size)
+			outs := make([][]byte, len(pings))
+			errs := make([]error, len(pings))
+			for i, pg := range pings {
 				wg.Add(1)
-				go func() { // both conversations run at once, interleaved
+				go func() {
 					defer wg.Done()
-					for seq := range pg.count {
-						if err := p.echo(uint16(seq)); err != nil {
-							errs <- err
-							return
-						}
-						time.Sleep(100 * time.Millisecond)
-					}
+					outs[i], errs[i] = exec.Command("ip", "netns", "exec", l.cli, bin, "ping", "-to", f.srv,
+						"-id", fmt.Sprint(pg.id), "-count", fmt.Sprint(pg.count), "-size", fmt.Sprint(size)).CombinedOutput()
 				}()
 			}
 			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
+			for i := range pings {
+				if errs[i] != nil {
+					t.Fatalf("ping id %#x: %v\n%s", pings[i].id, errs[i], outs[i])
+				}
 			}
 			proto, echoType := uint8(1), uint8(8)
 			if f.name == "ipv6" {
