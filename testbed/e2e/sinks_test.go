@@ -293,7 +293,17 @@ func startOTLPReceiver(t testing.TB, next consumer.Logs) string {
 // Records decodes every log record received so far; one that is not a flow
 // record is an error.
 func (s *otlpSink) Records() ([]sinkRecord, error) {
-	var out []sinkRecord
+	recs, err := s.FlowRecords()
+	out := make([]sinkRecord, len(recs))
+	for i := range recs {
+		out[i] = fromFlowRecord(&recs[i])
+	}
+	return out, err
+}
+
+// FlowRecords decodes every log record received so far, whole.
+func (s *otlpSink) FlowRecords() ([]flowrecord.Record, error) {
+	var out []flowrecord.Record
 	for _, ld := range s.sink.AllLogs() {
 		for i := range ld.ResourceLogs().Len() {
 			sls := ld.ResourceLogs().At(i).ScopeLogs()
@@ -304,7 +314,7 @@ func (s *otlpSink) Records() ([]sinkRecord, error) {
 					if err := flowrecord.Decode(lrs.At(k), &r); err != nil {
 						return nil, fmt.Errorf("OTLP sink: %w", err)
 					}
-					out = append(out, fromFlowRecord(&r))
+					out = append(out, r)
 				}
 			}
 		}
