@@ -115,8 +115,8 @@ type Export struct {
 
 // PollStats summarises one poll's effect on the store.
 type PollStats struct {
-	// Replaced counts connections ended because a new conntrack entry (another
-	// ID) took their tuple.
+	// Replaced counts connections ended because another conntrack entry took
+	// their tuple.
 	Observed, New, Shed, Gone, Replaced, Deleted int
 	// Stale counts gone connections removed before their final record could
 	// be exported (StaleTimeout passed); the caller counts them as lost.
