@@ -332,7 +332,12 @@ func toRecord(x *store.Export, node string, now time.Time, rec *flowrecord.Recor
 	if c.IsTCP() {
 		rec.TCPState = store.TCPStateName(c.TCPState)
 	}
-	rec.ICMP = flowrecord.ICMP{Type: c.ICMPType, Code: c.ICMPCode, ID: c.ICMPID}
+	if c.IsICMP() {
+		// The key's ports hold the ICMP type, code and identifier.
+		typ, code, id := c.ICMP()
+		rec.ICMP = flowrecord.ICMP{Type: typ, Code: code, ID: id}
+		rec.Source.Port, rec.Destination.Port, rec.OriginalDestinationPort, rec.ProxySNATPort = 0, 0, 0, 0
+	}
 }
 
 // runEvents receives DESTROY events until shutdown, re-subscribing after a

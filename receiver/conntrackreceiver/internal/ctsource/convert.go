@@ -12,12 +12,6 @@ import (
 // little-endian hosts the bytes are reversed to get Antrea's big-endian order.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
-// IANA protocol numbers of ICMP and ICMPv6.
-const (
-	protoICMP   = 1
-	protoICMPv6 = 58
-)
-
 // Convert fills c from a conntrack flow, the way Antrea reads entries: the
 // source is the original tuple's, the destination the reply tuple's source
 // (post-DNAT), the pre-DNAT destination the original tuple's destination, and
@@ -40,12 +34,16 @@ func Convert(f *conntrack.Flow, c *store.Conn) {
 		Orig:        store.Counters{Packets: f.CountersOrig.Packets, Bytes: f.CountersOrig.Bytes},
 		Reply:       store.Counters{Packets: f.CountersReply.Packets, Bytes: f.CountersReply.Bytes},
 	}
-	if c.Proto == protoICMP || c.Proto == protoICMPv6 {
-		// No ports: conntrack tells ICMP conversations apart by these.
-		c.ICMPType, c.ICMPCode, c.ICMPID = o.Proto.ICMPType, o.Proto.ICMPCode, o.Proto.ICMPID
+	replyDstPort := r.Proto.DestinationPort
+	if c.IsICMP() {
+		// No ports: the type, code and identifier take their place, as in
+		// the kernel's tuple (the reply's identifier is the SNATed one).
+		c.SrcPort, c.DstPort = store.ICMPPorts(o.Proto.ICMPType, o.Proto.ICMPCode, o.Proto.ICMPID)
+		c.OrigDstPort = c.DstPort
+		replyDstPort = r.Proto.ICMPID
 	}
-	if rd := r.IP.DestinationAddress.Unmap(); rd != c.Src || r.Proto.DestinationPort != c.SrcPort {
-		c.SNATAddr, c.SNATPort = rd, r.Proto.DestinationPort
+	if rd := r.IP.DestinationAddress.Unmap(); rd != c.Src || replyDstPort != c.SrcPort {
+		c.SNATAddr, c.SNATPort = rd, replyDstPort
 	}
 	if f.ProtoInfo.TCP != nil {
 		c.TCPState = f.ProtoInfo.TCP.State

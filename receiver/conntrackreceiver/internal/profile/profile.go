@@ -84,20 +84,11 @@ type Profile struct {
 }
 
 // corrKey is Antrea's from-external correlation key: the (post-SNAT) source
-// address and port, the post-DNAT destination and the protocol; plus the ICMP
-// type, code and id, so that concurrent pings do not take each other's entry.
+// address and port, the post-DNAT destination and the protocol.
 type corrKey struct {
 	src, dst         netip.Addr
 	srcPort, dstPort uint16
 	proto            uint8
-	icmpType         uint8
-	icmpCode         uint8
-	icmpID           uint16
-}
-
-func corrKeyOf(c *store.Conn) corrKey {
-	return corrKey{src: c.Src, srcPort: c.SrcPort, dst: c.Dst, dstPort: c.DstPort, proto: c.Proto,
-		icmpType: c.ICMPType, icmpCode: c.ICMPCode, icmpID: c.ICMPID}
 }
 
 type heldConn struct {
@@ -242,7 +233,7 @@ func (p *Profile) ingest(c *store.Conn) {
 		p.stats.Uncorrelated++
 		return
 	}
-	k := corrKeyOf(c)
+	k := corrKey{src: c.Src, srcPort: c.SrcPort, dst: c.Dst, dstPort: c.DstPort, proto: c.Proto}
 	if c.SNATPort != 0 {
 		k.src, k.srcPort = c.SNATAddr, c.SNATPort
 	}
@@ -259,7 +250,7 @@ func (p *Profile) ingest(c *store.Conn) {
 
 func (p *Profile) correlate(c *store.Conn) {
 	raw := c.Key
-	k := corrKeyOf(c)
+	k := corrKey{src: c.Src, srcPort: c.SrcPort, dst: c.Dst, dstPort: c.DstPort, proto: c.Proto}
 	if c.SNATAddr.IsValid() {
 		k.src = c.SNATAddr
 	}

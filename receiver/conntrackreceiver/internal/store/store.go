@@ -37,10 +37,6 @@ type entry struct {
 	seen    uint64 // the poll generation that last saw the entry
 	// missed counts the completed dumps in a row that did not hold the entry.
 	missed uint8
-	// ident is the conntrack entry the connection was last read from;
-	// replaced, the connection this one replaced on its key (tuple reuse): a
-	// late DESTROY event for it changes nothing.
-	ident, replaced identity
 
 	// frozen: conntrack said the connection is dying (TIME_WAIT/CLOSE/DYING);
 	// later observations are ignored, as Antrea does.
@@ -55,6 +51,11 @@ type entry struct {
 	// detached: a newer connection holds the key; this one waits in the queue
 	// for its end-of-flow record only and leaves the store with it.
 	detached bool
+
+	// ident is the conntrack entry the connection was last read from;
+	// replaced, the connection this one replaced on its key (tuple reuse): a
+	// late DESTROY event for it changes nothing.
+	ident, replaced identity
 }
 
 // missedDumpsForGone is how many dumps in a row must lack a connection before
@@ -184,8 +185,6 @@ func (s *Store) Observe(c *Conn) bool {
 		// Frozen once dying: the exported end-of-flow state stays the truth.
 		return true
 	}
-	// Back after dumps that missed it: the same conntrack entry, still alive.
-	e.gone = false
 	moved := c.Orig != e.conn.Orig || c.Reply != e.conn.Reply || c.TCPState != e.conn.TCPState
 	s.update(e, c)
 	switch {
@@ -290,8 +289,7 @@ func (s *Store) delete(e *entry) {
 // EndPoll finishes a poll: connections missing from missedDumpsForGone dumps
 // in a row are gone (a DESTROY event says so at once). A gone connection whose
 // final record went out is deleted; one seen gone for the first time is
-// queued for its end-of-flow record right away if it had left the queue (went
-// idle) — Antrea never reports those; one gone and unexported past
+// queued for its end-of-flow record right away; one gone and unexported past
 // StaleTimeout is removed.
 func (s *Store) EndPoll() PollStats {
 	stale := int64(s.cfg.StaleTimeout)
@@ -311,12 +309,10 @@ func (s *Store) EndPoll() PollStats {
 		case e.readyToDelete:
 			s.delete(e)
 		case !e.gone:
-			e.gone = true
+			// Its end is known now: the end-of-flow record goes out at once
+			// (Antrea waits for the next expiry, and never reports an idle one).
 			s.stats.Gone++
-			if e.index < 0 {
-				e.activeExpire, e.idleExpire = s.now, s.now
-				s.queue.push(e)
-			}
+			s.end(e, s.now)
 		case stale > 0 && s.now-e.lastExport >= stale:
 			s.delete(e)
 			s.stats.Stale++
@@ -404,6 +400,14 @@ func (s *Store) Expired(now time.Time, dst []Export) []Export {
 			continue
 		}
 		s.queue.remove(e)
+		if e.missed > 0 && !e.dying() {
+			// The latest dump missed it: the next poll tells whether it
+			// ended, so its record waits for that poll rather than going
+			// out now and being followed at once by its end.
+			e.activeExpire, e.idleExpire = max(e.activeExpire, n+1), max(e.idleExpire, n+1)
+			s.queue.push(e)
+			continue
+		}
 		x := Export{Conn: e.conn, Start: time.Unix(0, e.conn.Start)}
 		if e.conn.Stop != 0 {
 			x.End = time.Unix(0, e.conn.Stop)
