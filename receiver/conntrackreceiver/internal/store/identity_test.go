@@ -158,3 +158,18 @@ func TestIdleConnectionMissingFromOneDumpGoesOn(t *testing.T) {
 		t.Fatalf("got %+v, want its end-of-flow once gone", x)
 	}
 }
+
+func TestRecordDueWhileMissingFromTheLatestDumpWaitsOnePoll(t *testing.T) {
+	c := &clock{t: t, s: newTestStore()}
+	c.poll(0, tcpConn(1000, 10, TCPEstablished))
+	none(t, c.poll(5*time.Second)) // due, but the dump missed it
+	x := one(t, c.poll(6*time.Second, tcpConn(1000, 12, TCPEstablished)))
+	if x.Reason != flowrecord.EndReasonActiveTimeout || x.OrigDelta.Packets != 12 {
+		t.Fatalf("got %+v, want its active record once it is back", x)
+	}
+	none(t, c.poll(11*time.Second))
+	x = one(t, c.poll(12*time.Second))
+	if x.Reason != flowrecord.EndReasonEndOfFlow || x.OrigDelta.Packets != 0 || !x.End.Equal(t0.Add(6*time.Second)) {
+		t.Fatalf("got %+v, want one end-of-flow record when found gone, and no active record before it", x)
+	}
+}
