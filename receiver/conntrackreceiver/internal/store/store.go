@@ -25,6 +25,11 @@ type Config struct {
 // nanoseconds: they are compared often and stored for every connection.
 type entry struct {
 	conn Conn
+	// ident is the conntrack entry the connection was last read from (next
+	// to conn's counters, which Observe reads too); replaced, the connection
+	// this one replaced on its key (tuple reuse): a late DESTROY event for it
+	// changes nothing.
+	ident, replaced identity
 	// prev is what the last export reported (Antrea's Prev* fields).
 	prevOrig, prevReply Counters
 	prevTCPState        uint8
@@ -51,11 +56,6 @@ type entry struct {
 	// detached: a newer connection holds the key; this one waits in the queue
 	// for its end-of-flow record only and leaves the store with it.
 	detached bool
-
-	// ident is the conntrack entry the connection was last read from;
-	// replaced, the connection this one replaced on its key (tuple reuse): a
-	// late DESTROY event for it changes nothing.
-	ident, replaced identity
 }
 
 // missedDumpsForGone is how many dumps in a row must lack a connection before
