@@ -68,7 +68,7 @@ func Decode(lr plog.LogRecord, r *Record) error {
 	*r = Record{}
 	r.End = fromTimestamp(lr.Timestamp())
 	r.Observed = fromTimestamp(lr.ObservedTimestamp())
-	var sawProtocol bool
+	var sawProtocol, sawTransport bool
 	next := 0 // Encode writes attributes in schema order: try the next one before the map.
 	for name, v := range lr.Attributes().All() {
 		var a *attribute
@@ -86,8 +86,11 @@ func Decode(lr plog.LogRecord, r *Record) error {
 		if err := a.dec(r, name, v); err != nil {
 			return err
 		}
-		if name == AttrProtocol || name == AttrNetworkTransport {
+		switch name {
+		case AttrProtocol:
 			sawProtocol = true
+		case AttrNetworkTransport:
+			sawTransport = true
 		}
 	}
 	switch {
@@ -95,7 +98,12 @@ func Decode(lr plog.LogRecord, r *Record) error {
 		return missing(AttrSourceAddress)
 	case !r.Destination.Address.IsValid():
 		return missing(AttrDestinationAddress)
-	case !sawProtocol:
+	case !sawProtocol && sawTransport && r.Protocol == 0:
+		// Only a name ProtocolNumber knows stands in for the number;
+		// "unknown" (or a name we do not know) would read as protocol 0.
+		v, _ := lr.Attributes().Get(AttrNetworkTransport)
+		return fmt.Errorf("attribute %q: %q names no protocol number, and %q is absent", AttrNetworkTransport, v.Str(), AttrProtocol)
+	case !sawProtocol && !sawTransport:
 		return missing(AttrProtocol)
 	}
 	return nil

@@ -163,6 +163,12 @@ func parseEnum[T ~uint8](names []string, s string) (T, bool) {
 	return 0, false
 }
 
+// IANA protocol numbers of ICMP and ICMPv6.
+const (
+	protocolICMP   = 1
+	protocolICMPv6 = 58
+)
+
 // ProtocolName returns the OTel network.transport value for an IANA protocol number.
 func ProtocolName(p uint8) string {
 	switch p {

@@ -16,6 +16,10 @@ import (
 //
 //	6|10.10.0.5:43512|10.10.1.7:8080
 //	17|[fd00:10:10::5]:5353|[fd00:10:10:1::7]:53
+//	1|10.10.0.5:0|10.10.1.7:0|8/0/4660
+//
+// ICMP and ICMPv6 have no ports: conntrack tells their conversations apart by
+// type, code and identifier, which the key appends as "|type/code/id".
 //
 // The rule: the source Node keys its half by the tuple after its own NAT (the
 // packets leave it that way), the destination Node by the tuple before its own
@@ -45,6 +49,14 @@ func (r *Record) CorrelationKey() string {
 	b = src.AppendTo(b)
 	b = append(b, '|')
 	b = dst.AppendTo(b)
+	if r.Protocol == protocolICMP || r.Protocol == protocolICMPv6 {
+		b = append(b, '|')
+		b = strconv.AppendUint(b, uint64(r.ICMP.Type), 10)
+		b = append(b, '/')
+		b = strconv.AppendUint(b, uint64(r.ICMP.Code), 10)
+		b = append(b, '/')
+		b = strconv.AppendUint(b, uint64(r.ICMP.ID), 10)
+	}
 	return string(b)
 }
 

@@ -50,6 +50,8 @@ type Record struct {
 	EndReason EndReason
 	// TCPState is the conntrack TCP state name (ESTABLISHED, TIME_WAIT, ...), "" for other protocols.
 	TCPState string
+	// ICMP tells ICMP and ICMPv6 conversations between the same hosts apart.
+	ICMP     ICMP
 	FlowType FlowType
 
 	Service Service
@@ -156,6 +158,14 @@ type Conntrack struct {
 	Mark uint32
 	// Labels is the 128-bit ct_label, big-endian (Antrea's byte order).
 	Labels [16]byte
+}
+
+// ICMP is what conntrack identifies an ICMP or ICMPv6 conversation by, in
+// place of ports: the original direction's type and code (8/0 echo request,
+// 128/0 for ICMPv6) and the identifier (the echo id); zero for other protocols.
+type ICMP struct {
+	Type, Code uint8
+	ID         uint16
 }
 
 // Reporter says who produced the record: the observing Node and which half of

@@ -406,6 +406,12 @@ func buildAttributes() []attribute {
 		strAttr("flow.tcp.state", func(r *Record) *string { return &r.TCPState }).
 			doc("conntrack TCP state name (`SYN_SENT`, `ESTABLISHED`, `TIME_WAIT`, `CLOSE`, ...); absent for other protocols.").
 			ie("tcpState (136, 56506)").col("tcpState"),
+		uintAttr("flow.icmp.type", false, func(r *Record) *uint8 { return &r.ICMP.Type }).
+			doc("ICMP or ICMPv6 type of the original direction (8 echo request, 128 ICMPv6 echo request, ...); absent for other protocols."),
+		uintAttr("flow.icmp.code", false, func(r *Record) *uint8 { return &r.ICMP.Code }).
+			doc("ICMP or ICMPv6 code of the original direction; absent when 0."),
+		u16("flow.icmp.id", func(r *Record) *uint16 { return &r.ICMP.ID }).
+			doc("ICMP or ICMPv6 identifier (the echo id): two concurrent pings between the same hosts are two connections, told apart by it; absent when 0."),
 	)
 	add(countersAttrs("flow.", "source → destination", "", "", [4]int{86, 85, 2, 1}, 0, true, false,
 		func(r *Record) *Counters { return &r.Stats })...)

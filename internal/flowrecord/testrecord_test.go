@@ -31,6 +31,7 @@ func fullRecord() *Record {
 		ReverseStats: Counters{PacketTotal: 10, OctetTotal: 90000, PacketDelta: 1, OctetDelta: 1500},
 		EndReason:    EndReasonActiveTimeout,
 		TCPState:     "ESTABLISHED",
+		ICMP:         ICMP{Type: 8, Code: 1, ID: 4660}, // not a TCP field: set so the round trip covers it
 		FlowType:     FlowTypeInterNode,
 		Service: Service{PortName: "shop/api:http", UID: "5e55c000-0000-4000-8000-000000000001",
 			Address: netip.MustParseAddr("10.96.0.20"), Port: 80},

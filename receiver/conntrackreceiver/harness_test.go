@@ -117,8 +117,8 @@ func (h *harness) waitFor(what string, match func(*flowrecord.Record) bool, cond
 func describe(rs []flowrecord.Record) string {
 	var s string
 	for _, r := range rs {
-		s += fmt.Sprintf("  %s %v:%d -> %v:%d (orig dst %v:%d, snat %v:%d) zone %d mark %#x reason %v state %q pkts %d/%d (+%d/+%d) bytes %d/%d\n",
-			flowrecord.ProtocolName(r.Protocol), r.Source.Address, r.Source.Port, r.Destination.Address, r.Destination.Port,
+		s += fmt.Sprintf("  id %d %s %v:%d -> %v:%d (orig dst %v:%d, snat %v:%d) zone %d mark %#x reason %v state %q pkts %d/%d (+%d/+%d) bytes %d/%d\n",
+			r.Conntrack.ID, flowrecord.ProtocolName(r.Protocol), r.Source.Address, r.Source.Port, r.Destination.Address, r.Destination.Port,
 			r.OriginalDestinationAddress, r.OriginalDestinationPort, r.ProxySNATAddress, r.ProxySNATPort,
 			r.Conntrack.Zone, r.Conntrack.Mark, r.EndReason, r.TCPState,
 			r.Stats.PacketTotal, r.ReverseStats.PacketTotal, r.Stats.PacketDelta, r.ReverseStats.PacketDelta,

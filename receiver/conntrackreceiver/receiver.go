@@ -332,6 +332,12 @@ func toRecord(x *store.Export, node string, now time.Time, rec *flowrecord.Recor
 	if c.IsTCP() {
 		rec.TCPState = store.TCPStateName(c.TCPState)
 	}
+	if c.IsICMP() {
+		// The key's ports hold the ICMP type, code and identifier.
+		typ, code, id := c.ICMP()
+		rec.ICMP = flowrecord.ICMP{Type: typ, Code: code, ID: id}
+		rec.Source.Port, rec.Destination.Port, rec.OriginalDestinationPort, rec.ProxySNATPort = 0, 0, 0, 0
+	}
 }
 
 // runEvents receives DESTROY events until shutdown, re-subscribing after a
@@ -385,23 +391,26 @@ func (r *conntrackReceiver) applyEvents(ctx context.Context) {
 	evs := r.evPending
 	r.evPending = nil
 	r.evMu.Unlock()
-	var applied, ignored, shed int
+	var applied, ignored, ended, shed int
 	for i := range evs {
 		c := &evs[i].conn
 		if !r.prof.Event(c) {
 			ignored++
 			continue
 		}
-		if r.store.Final(c, evs[i].at) {
+		switch r.store.Final(c, evs[i].at) {
+		case store.FinalApplied:
 			applied++
-		} else {
+		case store.FinalAlreadyEnded:
+			ended++
+		case store.FinalShed:
 			shed++
 		}
 	}
 	for _, o := range []struct {
 		n int
 		r string
-	}{{applied, "applied"}, {ignored, "ignored"}, {shed, "shed"}} {
+	}{{applied, "applied"}, {ignored, "ignored"}, {ended, "already_ended"}, {shed, "shed"}} {
 		if o.n > 0 {
 			r.tel.events.Add(ctx, int64(o.n), reason(o.r))
 		}

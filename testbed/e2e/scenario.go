@@ -149,3 +149,25 @@ func (c Case) Check(r Row, client netip.Addr) []string {
 	counters("reply", r.ReverseOctetTotal, r.ReversePacketTotal, replyBytes)
 	return bad
 }
+
+// Pings is two concurrent ICMP echo conversations between the same Pods, each
+// with its own identifier: two connections, each its own paired record chain
+// that says which identifier it is (flow.icmp.id), in both address families.
+type Pings struct {
+	Name     string
+	From, To string // "pod:<name>"
+	IPv6     bool
+	IDs      [2]uint16
+	Count    [2]int // echo requests of each conversation
+}
+
+// PingCases are the concurrent-ping cases of the scenario.
+func PingCases() []Pings {
+	v4 := Pings{Name: "two concurrent pings, inter-Node Pod to Pod", From: "pod:client-a", To: "pod:web-b",
+		IDs: [2]uint16{0x5101, 0x5102}, Count: [2]int{5, 3}}
+	v6 := v4
+	v6.Name += " (IPv6)"
+	v6.IPv6 = true
+	v6.IDs = [2]uint16{0x5201, 0x5202}
+	return []Pings{v4, v6}
+}

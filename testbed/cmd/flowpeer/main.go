@@ -5,6 +5,7 @@
 //
 //	flowpeer serve -listen [::]:8080 [-reply 1000]             # TCP and UDP on the same port
 //	flowpeer send -proto tcp|udp -to 10.96.0.10:80 -bytes 5000 [-sport 40000] [-hold 2s] [-over 10s]
+//	flowpeer ping -to 10.244.2.11 -id 4660 [-count 3] [-size 56] [-interval 100ms]
 package main
 
 import (
@@ -18,7 +19,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: flowpeer serve|send [flags]")
+		fmt.Fprintln(os.Stderr, "usage: flowpeer serve|send|ping [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -27,6 +28,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "send":
 		err = send(os.Args[2:])
+	case "ping":
+		err = ping(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -34,8 +34,16 @@ func Convert(f *conntrack.Flow, c *store.Conn) {
 		Orig:        store.Counters{Packets: f.CountersOrig.Packets, Bytes: f.CountersOrig.Bytes},
 		Reply:       store.Counters{Packets: f.CountersReply.Packets, Bytes: f.CountersReply.Bytes},
 	}
-	if rd := r.IP.DestinationAddress.Unmap(); rd != c.Src || r.Proto.DestinationPort != c.SrcPort {
-		c.SNATAddr, c.SNATPort = rd, r.Proto.DestinationPort
+	replyDstPort := r.Proto.DestinationPort
+	if c.IsICMP() {
+		// No ports: the type, code and identifier take their place, as in
+		// the kernel's tuple (the reply's identifier is the SNATed one).
+		c.SrcPort, c.DstPort = store.ICMPPorts(o.Proto.ICMPType, o.Proto.ICMPCode, o.Proto.ICMPID)
+		c.OrigDstPort = c.DstPort
+		replyDstPort = r.Proto.ICMPID
+	}
+	if rd := r.IP.DestinationAddress.Unmap(); rd != c.Src || replyDstPort != c.SrcPort {
+		c.SNATAddr, c.SNATPort = rd, replyDstPort
 	}
 	if f.ProtoInfo.TCP != nil {
 		c.TCPState = f.ProtoInfo.TCP.State

@@ -10,12 +10,38 @@ package store
 import "net/netip"
 
 // Key identifies a connection: the original source, the post-DNAT destination
-// (the reply tuple's source) and the protocol. It is Antrea's ConnectionKey.
+// (the reply tuple's source) and the protocol. It is Antrea's ConnectionKey,
+// with one addition: ICMP and ICMPv6 have no ports, and conntrack tells their
+// conversations apart by the original type, code and identifier, which the key
+// holds where the kernel's tuple does — the identifier in SrcPort, type<<8 |
+// code in DstPort (see ICMP) — so that two concurrent pings between the same
+// hosts are two connections, at no cost to the key's size.
 type Key struct {
 	Src, Dst         netip.Addr
 	SrcPort, DstPort uint16
 	Proto            uint8
 }
+
+// IsICMP reports whether the key is an ICMP or ICMPv6 conversation.
+func (k *Key) IsICMP() bool { return k.Proto == ProtoICMP || k.Proto == ProtoICMPv6 }
+
+// ICMP returns the type, code and identifier of an ICMP or ICMPv6 key.
+func (k *Key) ICMP() (typ, code uint8, id uint16) {
+	return uint8(k.DstPort >> 8), uint8(k.DstPort), k.SrcPort
+}
+
+// ICMPPorts returns what the key holds in its ports for an ICMP or ICMPv6
+// conversation of the given type, code and identifier.
+func ICMPPorts(typ, code uint8, id uint16) (src, dst uint16) {
+	return id, uint16(typ)<<8 | uint16(code)
+}
+
+// IANA protocol numbers with a meaning for the store.
+const (
+	ProtoICMP   uint8 = 1
+	ProtoTCP    uint8 = 6
+	ProtoICMPv6 uint8 = 58
+)
 
 // TCP states as conntrack numbers them (include/uapi/linux/netfilter/nf_conntrack_tcp.h).
 const (
@@ -80,7 +106,7 @@ type Conn struct {
 }
 
 // IsTCP reports whether the connection is TCP.
-func (c *Conn) IsTCP() bool { return c.Proto == 6 }
+func (c *Conn) IsTCP() bool { return c.Proto == ProtoTCP }
 
 // Dying reports whether conntrack says the connection is ending: TCP in
 // TIME_WAIT or CLOSE, or another protocol with the DYING status bit. (A

@@ -25,6 +25,11 @@ type Config struct {
 // nanoseconds: they are compared often and stored for every connection.
 type entry struct {
 	conn Conn
+	// ident is the conntrack entry the connection was last read from (next
+	// to conn's counters, which Observe reads too); replaced, the connection
+	// this one replaced on its key (tuple reuse): a late DESTROY event for it
+	// changes nothing.
+	ident, replaced identity
 	// prev is what the last export reported (Antrea's Prev* fields).
 	prevOrig, prevReply Counters
 	prevTCPState        uint8
@@ -35,6 +40,8 @@ type entry struct {
 	index   int    // position in the expiry heap, -1 when not queued
 	heapKey int64  // the expiry the heap orders it by (see expiryHeap)
 	seen    uint64 // the poll generation that last saw the entry
+	// missed counts the completed dumps in a row that did not hold the entry.
+	missed uint8
 
 	// frozen: conntrack said the connection is dying (TIME_WAIT/CLOSE/DYING);
 	// later observations are ignored, as Antrea does.
@@ -46,6 +53,39 @@ type entry struct {
 	// exported: at least one record went out. A connection never exported
 	// counts as active (Antrea starts new connections active).
 	exported bool
+	// detached: a newer connection holds the key; this one waits in the queue
+	// for its end-of-flow record only and leaves the store with it.
+	detached bool
+}
+
+// missedDumpsForGone is how many dumps in a row must lack a connection before
+// it is taken for gone. A netlink dump is not a snapshot: an entry that moves
+// in the kernel's hash table while the dump runs can be missing from it, so a
+// single absence is not the end of a connection. A DESTROY event is.
+const missedDumpsForGone = 2
+
+// identity tells two conntrack entries of one tuple and zone apart: the
+// kernel's ID, and the start timestamp, because the ID is a hash that a new
+// entry repeats when it reuses the memory of the one it replaced (a UDP flow
+// after its timeout usually does). Zero values are unknown and match any.
+type identity struct {
+	id    uint32
+	start int64
+}
+
+func identityOf(c *Conn) identity { return identity{id: c.ID, start: c.Start} }
+
+func (a identity) differs(b identity) bool {
+	return (a.id != 0 && b.id != 0 && a.id != b.id) || (a.start != 0 && b.start != 0 && a.start != b.start)
+}
+
+// sameConnection reports whether c is a later observation of e's connection.
+// Another conntrack entry on the same tuple is a new connection reusing it (a
+// UDP flow after its timeout, a SYN on a TIME_WAIT entry), unless the zone
+// differs too: then the antrea profile moved the connection between its zone-0
+// and CNI-zone entries, which are two entries of one connection.
+func (e *entry) sameConnection(c *Conn) bool {
+	return e.conn.Zone != c.Zone || !e.ident.differs(identityOf(c))
 }
 
 func (e *entry) expiryNanos() int64 { return min(e.activeExpire, e.idleExpire) }
@@ -76,7 +116,9 @@ type Export struct {
 
 // PollStats summarises one poll's effect on the store.
 type PollStats struct {
-	Observed, New, Shed, Gone, Deleted int
+	// Replaced counts connections ended because another conntrack entry took
+	// their tuple.
+	Observed, New, Shed, Gone, Replaced, Deleted int
 	// Stale counts gone connections removed before their final record could
 	// be exported (StaleTimeout passed); the caller counts them as lost.
 	Stale int
@@ -119,28 +161,30 @@ func (s *Store) BeginPoll(now time.Time) {
 func (s *Store) Observe(c *Conn) bool {
 	s.stats.Observed++
 	e, ok := s.conns[c.Key]
-	if ok && e.readyToDelete && c.ID != 0 && c.ID != e.conn.ID {
-		// The final record of the previous connection on this 5-tuple went
-		// out; this is a new connection reusing the tuple.
-		s.delete(e)
+	var replaced identity
+	if ok && !e.sameConnection(c) {
+		// A new connection reusing the tuple: the old one ends with its own
+		// last counters, the new one starts with its own.
+		replaced = e.ident
+		s.retire(e)
 		ok = false
 	}
 	if !ok {
-		e = s.insert(c)
+		e = s.insert(c, true)
 		if e == nil {
 			return false
 		}
 		e.seen = s.gen
+		e.replaced = replaced
 		return true
 	}
 	e.seen = s.gen
+	e.missed = 0
 	e.lastSeen = s.now
 	if e.frozen || e.readyToDelete {
 		// Frozen once dying: the exported end-of-flow state stays the truth.
 		return true
 	}
-	// An entry missing from one dump (an interrupted dump) that is back is alive.
-	e.gone = false
 	moved := c.Orig != e.conn.Orig || c.Reply != e.conn.Reply || c.TCPState != e.conn.TCPState
 	s.update(e, c)
 	switch {
@@ -162,6 +206,7 @@ func (s *Store) Observe(c *Conn) bool {
 func (s *Store) update(e *entry, c *Conn) {
 	start := e.conn.Start
 	e.conn = *c
+	e.ident = identityOf(c)
 	if e.conn.Start == 0 {
 		e.conn.Start = start
 	}
@@ -170,7 +215,10 @@ func (s *Store) update(e *entry, c *Conn) {
 	}
 }
 
-func (s *Store) insert(c *Conn) *entry {
+// insert adds c as a new connection, queued for its first export. held puts
+// it under its key; a connection that is not held only waits for its
+// end-of-flow record.
+func (s *Store) insert(c *Conn, held bool) *entry {
 	if s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections {
 		s.stats.Shed++
 		return nil
@@ -183,7 +231,7 @@ func (s *Store) insert(c *Conn) *entry {
 	} else {
 		e = new(entry)
 	}
-	*e = entry{conn: *c, firstSeen: s.now, lastSeen: s.now, index: -1}
+	*e = entry{conn: *c, ident: identityOf(c), firstSeen: s.now, lastSeen: s.now, index: -1}
 	if e.conn.Start == 0 {
 		e.conn.Start = s.now
 	}
@@ -191,43 +239,80 @@ func (s *Store) insert(c *Conn) *entry {
 	e.frozen = e.conn.Dying()
 	e.activeExpire = s.now + int64(s.cfg.ActiveTimeout)
 	e.idleExpire = s.now + int64(s.cfg.IdleTimeout)
-	s.conns[c.Key] = e
+	if held {
+		s.conns[c.Key] = e
+	} else {
+		e.detached = true
+	}
 	s.queue.push(e)
 	return e
+}
+
+// retire ends the connection held as e because another connection takes its
+// key: deleted if its final record went out, else detached and queued for its
+// end-of-flow record now.
+func (s *Store) retire(e *entry) {
+	s.stats.Replaced++
+	if e.readyToDelete {
+		s.delete(e)
+		return
+	}
+	delete(s.conns, e.conn.Key)
+	e.detached = true
+	s.end(e, s.now)
+}
+
+// end marks e gone and queues its end-of-flow record at n.
+func (s *Store) end(e *entry, n int64) {
+	e.gone = true
+	e.frozen = true
+	if e.index >= 0 {
+		s.queue.remove(e)
+	}
+	e.activeExpire, e.idleExpire = n, n
+	s.queue.push(e)
 }
 
 func (s *Store) delete(e *entry) {
 	if e.index >= 0 {
 		s.queue.remove(e)
 	}
-	delete(s.conns, e.conn.Key)
+	if !e.detached {
+		delete(s.conns, e.conn.Key)
+	}
 	s.stats.Deleted++
 	if len(s.free) < 4096 {
 		s.free = append(s.free, e)
 	}
 }
 
-// EndPoll finishes a poll: connections the dump did not hold are gone. A gone
-// connection whose final record went out is deleted; one seen gone for the
-// first time is queued for its end-of-flow record right away if it had left
-// the queue (went idle) — Antrea never reports those; one gone and unexported
-// past StaleTimeout is removed.
+// EndPoll finishes a poll: connections missing from missedDumpsForGone dumps
+// in a row are gone (a DESTROY event says so at once). A gone connection whose
+// final record went out is deleted; one seen gone for the first time is
+// queued for its end-of-flow record right away; one gone and unexported past
+// StaleTimeout is removed.
 func (s *Store) EndPoll() PollStats {
 	stale := int64(s.cfg.StaleTimeout)
 	for _, e := range s.conns {
 		if e.seen == s.gen {
 			continue
 		}
+		if !e.gone {
+			if e.missed < missedDumpsForGone {
+				e.missed++
+			}
+			if e.missed < missedDumpsForGone {
+				continue
+			}
+		}
 		switch {
 		case e.readyToDelete:
 			s.delete(e)
 		case !e.gone:
-			e.gone = true
+			// Its end is known now: the end-of-flow record goes out at once
+			// (Antrea waits for the next expiry, and never reports an idle one).
 			s.stats.Gone++
-			if e.index < 0 {
-				e.activeExpire, e.idleExpire = s.now, s.now
-				s.queue.push(e)
-			}
+			s.end(e, s.now)
 		case stale > 0 && s.now-e.lastExport >= stale:
 			s.delete(e)
 			s.stats.Stale++
@@ -236,40 +321,65 @@ func (s *Store) EndPoll() PollStats {
 	return s.stats
 }
 
+// FinalResult says what a DESTROY event did to the store.
+type FinalResult uint8
+
+const (
+	// FinalApplied: the event ended a connection, with the event's counters.
+	FinalApplied FinalResult = iota
+	// FinalAlreadyEnded: the event's connection had already had its
+	// end-of-flow record (from polling), so the event changed nothing.
+	FinalAlreadyEnded
+	// FinalShed: the event's connection was new to the store and did not fit
+	// under MaxConnections.
+	FinalShed
+)
+
 // Final applies a conntrack DESTROY event (the entry's last counters) at now.
 // A connection the store never saw (opened and closed between two polls) is
-// added so that its only record is an end-of-flow one. It returns false when
-// such a connection was shed.
-func (s *Store) Final(c *Conn, now time.Time) bool {
+// added so that its only record is an end-of-flow one.
+func (s *Store) Final(c *Conn, now time.Time) FinalResult {
 	n := now.UnixNano()
 	e, ok := s.conns[c.Key]
-	if ok && e.readyToDelete {
-		return true // its final record already went out
+	held := true
+	switch {
+	case ok && e.sameConnection(c):
+		if e.readyToDelete {
+			return FinalAlreadyEnded
+		}
+	case ok && e.replaced != (identity{}) && !e.replaced.differs(identityOf(c)):
+		// The connection a newer one replaced on this tuple: polling
+		// already ended it.
+		return FinalAlreadyEnded
+	case ok && e.readyToDelete:
+		// A connection no poll saw, after the held one's end went out.
+		s.delete(e)
+		ok = false
+	case ok:
+		// A connection no poll saw, beside the held one (which started
+		// after it or has not had its own DESTROY yet): its own record.
+		ok, held = false, false
 	}
 	if !ok {
 		s.now = n
-		e = s.insert(c)
-		if e == nil {
-			return false
+		if e = s.insert(c, held); e == nil {
+			return FinalShed
 		}
 		// Not part of any poll: keep the next EndPoll from treating its
 		// absence as news.
 		e.seen = s.gen
-	} else if !e.frozen && !e.gone {
+	} else {
+		// The event's counters are the connection's last, also when a dump
+		// already missed it (it was destroyed while the dump ran) or saw it
+		// dying: its end-of-flow record has not gone out yet.
 		s.update(e, c)
 	}
 	e.lastSeen = n
-	e.gone = true
-	e.frozen = true
 	if e.conn.Stop == 0 {
 		e.conn.Stop = n
 	}
-	if e.index >= 0 {
-		s.queue.remove(e)
-	}
-	e.activeExpire, e.idleExpire = n, n
-	s.queue.push(e)
-	return true
+	s.end(e, n)
+	return FinalApplied
 }
 
 // NextExpiry returns a time no later than the earliest export due.
@@ -290,6 +400,14 @@ func (s *Store) Expired(now time.Time, dst []Export) []Export {
 			continue
 		}
 		s.queue.remove(e)
+		if e.missed > 0 && !e.dying() {
+			// The latest dump missed it: the next poll tells whether it
+			// ended, so its record waits for that poll rather than going
+			// out now and being followed at once by its end.
+			e.activeExpire, e.idleExpire = max(e.activeExpire, n+1), max(e.idleExpire, n+1)
+			s.queue.push(e)
+			continue
+		}
 		x := Export{Conn: e.conn, Start: time.Unix(0, e.conn.Start)}
 		if e.conn.Stop != 0 {
 			x.End = time.Unix(0, e.conn.Stop)
@@ -308,6 +426,9 @@ func (s *Store) Expired(now time.Time, dst []Export) []Export {
 		case e.dying():
 			x.Reason = flowrecord.EndReasonEndOfFlow
 			e.readyToDelete = true
+			if e.detached {
+				s.delete(e) // no dump can see it again under its key
+			}
 		case idle:
 			x.Reason = flowrecord.EndReasonIdleTimeout
 		default:

@@ -148,6 +148,10 @@ func TestTimeWaitIsEndOfFlowFrozenAndDeletedWhenGone(t *testing.T) {
 		t.Fatalf("connection still in conntrack was deleted")
 	}
 	none(t, c.poll(15*time.Second))
+	if c.s.Len() != 1 {
+		t.Fatalf("exported dying connection was deleted when a single dump missed it")
+	}
+	none(t, c.poll(16*time.Second))
 	if c.s.Len() != 0 {
 		t.Fatalf("exported dying connection was not deleted once gone")
 	}
@@ -190,6 +194,7 @@ func TestIdleThenVanishedStillGetsFinalRecord(t *testing.T) {
 		t.Fatalf("want an idle record first, got %v", x.Reason)
 	}
 	none(t, c.poll(40*time.Second, conn))
+	none(t, c.poll(41*time.Second)) // one dump missing it is not the end
 	x := one(t, c.poll(45*time.Second))
 	if x.Reason != flowrecord.EndReasonEndOfFlow || x.Conn.Orig.Packets != 10 || x.OrigDelta != (Counters{}) {
 		t.Fatalf("got %+v, want a final end-of-flow record with zero deltas", x)
@@ -220,6 +225,10 @@ func TestStaleGoneConnectionIsRemovedAndCounted(t *testing.T) {
 	conn := tcpConn(1000, 1, TCPEstablished)
 	s.Observe(&conn)
 	s.EndPoll()
+	s.BeginPoll(t0.Add(time.Second))
+	if st := s.EndPoll(); st.Gone != 0 {
+		t.Fatalf("stats %+v, want none gone after one dump missed it", st)
+	}
 	s.BeginPoll(t0.Add(time.Second))
 	if st := s.EndPoll(); st.Gone != 1 {
 		t.Fatalf("stats %+v, want 1 gone", st)
@@ -259,7 +268,7 @@ func TestFinalEventForUnseenConnection(t *testing.T) {
 	c.poll(0)
 	short := tcpConn(2000, 6, TCPTimeWait)
 	short.Start = t0.Add(1 * time.Second).UnixNano()
-	if !c.s.Final(&short, t0.Add(2*time.Second)) {
+	if c.s.Final(&short, t0.Add(2*time.Second)) != FinalApplied {
 		t.Fatal("shed")
 	}
 	x := one(t, c.poll(3*time.Second))
