@@ -37,9 +37,10 @@ const (
 	ReasonPairingTimeout               // no peer within the pairing timeout: exported unpaired
 	ReasonEvicted                      // exported early under the memory bound
 	ReasonFlush                        // exported at shutdown
+	ReasonReplaced                     // last export: a new connection on the same tuple replaced it (reuse.go)
 )
 
-var reasonNames = [...]string{"ready", "active_timeout", "inactive_timeout", "pairing_timeout", "evicted", "flush"}
+var reasonNames = [...]string{"ready", "active_timeout", "inactive_timeout", "pairing_timeout", "evicted", "flush", "replaced"}
 
 func (r Reason) String() string { return reasonNames[r] }
 
@@ -65,6 +66,12 @@ type Table struct {
 	// totals), ignored; or a reordered distinct export, whose counts are
 	// exported once either way (see ledger.go).
 	OnLate func(duplicate bool)
+	// OnReplaced, when set, is told of each held connection finished because
+	// a record of a new connection on its tuple arrived (see reuse.go).
+	OnReplaced func()
+	// OnStale, when set, is told of each record of a connection already
+	// replaced on its tuple: it is dropped (see reuse.go).
+	OnStale func()
 
 	out    flowrecord.Record // the record handed to Emit
 	outAgg flowrecord.Aggregation
@@ -92,8 +99,23 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 	}
 	h := halfOf(r)
 	e, ok := t.entries[key]
+	var replaced starts
+	if ok {
+		switch e.lineageOf(r, h) {
+		case oldConnection:
+			if t.OnStale != nil {
+				t.OnStale()
+			}
+			return
+		case newConnection:
+			replaced = e.startsOf()
+			t.finish(e, now, emit)
+			ok = false
+		}
+	}
 	if !ok {
 		e = t.insert(key, r, h, now)
+		e.replaced = replaced
 		if e.ready {
 			t.export(e, now, ReasonReady, emit)
 		}
@@ -144,6 +166,22 @@ func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) 
 	e.inactiveDeadline = now.Add(t.s.InactiveTimeout)
 	t.entries[key] = e
 	return e
+}
+
+// finish exports what is unreported of e, a connection a new one on its
+// tuple replaced, and forgets it.
+func (t *Table) finish(e *entry, now time.Time, emit Emit) {
+	heap.Remove(&t.queue, e.index)
+	delete(t.entries, e.key)
+	if !e.ready {
+		t.pending--
+	}
+	if !e.ready || e.updated {
+		t.export(e, now, ReasonReplaced, emit)
+	}
+	if t.OnReplaced != nil {
+		t.OnReplaced()
+	}
 }
 
 // Expire does what is due at now: exports pending halves whose pairing
