@@ -63,35 +63,6 @@ func chainsOf(recs []flowrecord.Record, conns ...conn) [][]flowrecord.Record {
 	return ch
 }
 
-// requireAddsUp checks that the deltas of a connection's exports add up to
-// the totals each Node last reported, and that its last export carries them.
-func requireAddsUp(t *testing.T, name string, recs []flowrecord.Record, src, dst *flowrecord.Record) {
-	t.Helper()
-	require.NotEmpty(t, recs, "%s: no export", name)
-	last := recs[len(recs)-1]
-	for _, c := range []struct {
-		what  string
-		of    func(*flowrecord.Record) flowrecord.Counters
-		final flowrecord.Counters
-	}{
-		{"common", func(r *flowrecord.Record) flowrecord.Counters { return r.Stats },
-			flowrecord.Counters{PacketTotal: max(src.Stats.PacketTotal, dst.Stats.PacketTotal), OctetTotal: max(src.Stats.OctetTotal, dst.Stats.OctetTotal)}},
-		{"common reverse", func(r *flowrecord.Record) flowrecord.Counters { return r.ReverseStats },
-			flowrecord.Counters{PacketTotal: max(src.ReverseStats.PacketTotal, dst.ReverseStats.PacketTotal), OctetTotal: max(src.ReverseStats.OctetTotal, dst.ReverseStats.OctetTotal)}},
-		{"source", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.StatsFromSource }, src.Stats},
-		{"source reverse", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.ReverseStatsFromSource }, src.ReverseStats},
-		{"destination", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.StatsFromDestination }, dst.Stats},
-		{"destination reverse", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.ReverseStatsFromDestination }, dst.ReverseStats},
-	} {
-		sum := sumDeltas(recs, c.of)
-		got := c.of(&last)
-		assert.Equal(t, c.final.OctetTotal, got.OctetTotal, "%s: %s octet total", name, c.what)
-		assert.Equal(t, c.final.PacketTotal, got.PacketTotal, "%s: %s packet total", name, c.what)
-		assert.Equal(t, c.final.OctetTotal, sum.OctetDelta, "%s: %s octet deltas", name, c.what)
-		assert.Equal(t, c.final.PacketTotal, sum.PacketDelta, "%s: %s packet deltas", name, c.what)
-	}
-}
-
 type reuseCounts struct{ replaced, stale int }
 
 func newReuseTable(t *testing.T) (*Table, *exported, *reuseCounts) {
