@@ -66,7 +66,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.pairs = counter("pairs", "{pair}", "Connections whose two halves were paired.")
 	t.unpaired = counter("records.unpaired", "{record}", "Halves exported without a peer, by reason (pairing_timeout, evicted, flush, replaced).")
 	t.earlyExported = counter("records.early_exported", "{record}", "Records exported before their deadline because max_records was reached.")
-	t.late = counter("records.late", "{record}", "Records not newer than the last one of their side, by kind (duplicate: ignored; reordered: its counts exported once; replaced: of a connection a newer one on the same tuple replaced, dropped).")
+	t.late = counter("records.late", "{record}", "Records that arrive late, by kind: not newer than the last one of their side (duplicate: ignored; reordered: its counts exported once), or of a connection a newer one on the same tuple replaced (replaced: dropped).")
 	t.replaced = counter("connections.replaced", "{connection}", "Held connections finished because a record of a newer connection on the same tuple (a later start from the same Node) arrived; what they had not exported goes out with reason replaced.")
 	t.timeToPair, errs = m.Float64Histogram(metricPrefix+"pairing.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time a half waited for its peer."),

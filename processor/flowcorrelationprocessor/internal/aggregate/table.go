@@ -90,8 +90,10 @@ func (t *Table) Pending() int { return t.pending }
 
 // Add folds r, received at now, into its connection, and emits what became
 // ready: a connection that needs no pairing on its first record, a pair when
-// its second half arrives. r is not retained (its maps may be). Records
-// without an end timestamp must be rejected by the caller.
+// its second half arrives. A record of a new connection on a held
+// connection's tuple finishes the held one first; one of a connection
+// already replaced is dropped (see reuse.go). r is not retained (its maps
+// may be). Records without an end timestamp must be rejected by the caller.
 func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 	key := r.Key
 	if key == "" {
