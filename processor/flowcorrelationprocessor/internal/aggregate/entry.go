@@ -17,13 +17,12 @@ type entry struct {
 	// starts (see ledger.go); the deltas in rec and agg are what is not
 	// exported yet.
 	sourceLow, destinationLow lows
-	// sourceStart and destinationStart are the flow start each side's Node
-	// reported (each on its own clock; zero before the side reported), and
-	// replaced the starts of the connection this entry replaced on its
-	// tuple: they tell a record of a new connection on the same tuple, or of
-	// a replaced one, from this one's (see reuse.go).
-	sourceStart, destinationStart time.Time
-	replaced                      starts
+	// peerStart is the flow start the other half's Node reported, in Unix
+	// ns (0: none); the first half's is rec.Start. Each is on its own Node's
+	// clock. They tell a record of a new connection on the same tuple from
+	// this one's (see reuse.go). An int64, not a time.Time: the entry stays
+	// in its allocation size class.
+	peerStart int64
 
 	first    half // the half of the first record, for the same-side test
 	required bool // the connection has two halves to pair

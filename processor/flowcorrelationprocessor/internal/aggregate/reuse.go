@@ -29,8 +29,9 @@ import (
 // carries are not reported. Records without a start time are never told
 // apart.
 
-// starts are a connection's start as each side reported it.
-type starts struct{ source, destination time.Time }
+// starts are a connection's start as each side reported it, in Unix ns
+// (0: that side did not report, or without a start).
+type starts struct{ source, destination int64 }
 
 // lineage is how a record relates to the held entry of its key.
 type lineage uint8
@@ -42,48 +43,78 @@ const (
 )
 
 // lineageOf says whether r, a half h record, is of e's connection, of a new
-// connection on e's tuple, or of one e replaced.
-func (e *entry) lineageOf(r *flowrecord.Record, h half) lineage {
+// connection on e's tuple, or of one e replaced (whose starts were replaced).
+func (e *entry) lineageOf(r *flowrecord.Record, h half, replaced starts) lineage {
 	if r.Start.IsZero() {
 		return sameConnection
 	}
+	start := r.Start.UnixNano()
+	held := e.starts()
 	src, dst := sidesOf(e.required, h)
 	l := sameConnection
 	if src {
-		l = max(l, sideLineage(e.sourceStart, e.replaced.source, r.Start))
+		l = max(l, sideLineage(held.source, replaced.source, start))
 	}
 	if dst {
-		l = max(l, sideLineage(e.destinationStart, e.replaced.destination, r.Start))
+		l = max(l, sideLineage(held.destination, replaced.destination, start))
 	}
 	return l
 }
 
 // sideLineage compares start, the record's, with held (the start its side
-// reported for the entry, zero when it did not yet) and replaced (the start
-// its side reported for the connection the entry replaced).
-func sideLineage(held, replaced, start time.Time) lineage {
+// reported for the entry, 0 when it did not yet) and replaced (the start its
+// side reported for the connection the entry replaced).
+func sideLineage(held, replaced, start int64) lineage {
 	switch {
-	case held.IsZero():
-		if !replaced.IsZero() && !start.After(replaced) {
+	case held == 0:
+		if replaced != 0 && start <= replaced {
 			return oldConnection
 		}
-	case start.After(held):
+	case start > held:
 		return newConnection
-	case start.Before(held):
+	case start < held:
 		return oldConnection
 	}
 	return sameConnection
 }
 
-// startsOf is what a record of an older connection than e's successor
-// started no later than, per side.
-func (e *entry) startsOf() starts {
-	s := e.replaced
-	if !e.sourceStart.IsZero() {
-		s.source = e.sourceStart
+// starts are the starts e's sides reported: the first record's for its
+// side(s), peerStart for the other once it reported.
+func (e *entry) starts() starts {
+	var s starts
+	first := unixNano(e.rec.Start)
+	src, dst := sidesOf(e.required, e.first)
+	switch {
+	case src:
+		s.source = first
+	case !e.agg.EndFromSource.IsZero():
+		s.source = e.peerStart
 	}
-	if !e.destinationStart.IsZero() {
-		s.destination = e.destinationStart
+	switch {
+	case dst:
+		s.destination = first
+	case !e.agg.EndFromDestination.IsZero():
+		s.destination = e.peerStart
 	}
 	return s
+}
+
+// startsBefore is what a record of a connection older than e's successor
+// started no later than, per side: e's starts, else those e replaced.
+func (e *entry) startsBefore(replaced starts) starts {
+	s := e.starts()
+	if s.source == 0 {
+		s.source = replaced.source
+	}
+	if s.destination == 0 {
+		s.destination = replaced.destination
+	}
+	return s
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }

@@ -6,22 +6,20 @@ import (
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
-// side points at one Node's statistics inside an entry.
+// side points at one Node's statistics inside an Aggregation.
 type side struct {
-	start, end            *time.Time
+	end                   *time.Time
 	stats, reverse        *flowrecord.Counters
 	throughput, reverseTP *uint64
 }
 
-func (e *entry) sourceSide() side {
-	a := &e.agg
-	return side{&e.sourceStart, &a.EndFromSource, &a.StatsFromSource, &a.ReverseStatsFromSource,
+func sourceSide(a *flowrecord.Aggregation) side {
+	return side{&a.EndFromSource, &a.StatsFromSource, &a.ReverseStatsFromSource,
 		&a.ThroughputFromSource, &a.ReverseThroughputFromSource}
 }
 
-func (e *entry) destinationSide() side {
-	a := &e.agg
-	return side{&e.destinationStart, &a.EndFromDestination, &a.StatsFromDestination, &a.ReverseStatsFromDestination,
+func destinationSide(a *flowrecord.Aggregation) side {
+	return side{&a.EndFromDestination, &a.StatsFromDestination, &a.ReverseStatsFromDestination,
 		&a.ThroughputFromDestination, &a.ReverseThroughputFromDestination}
 }
 
@@ -52,16 +50,16 @@ func initStats(e *entry, r *flowrecord.Record, h half) {
 	addDeltas(&e.rec.Stats, &e.rec.ReverseStats, spanOf(&e.rec.Stats, &e.rec.ReverseStats, low))
 	src, dst := sidesOf(e.required, h)
 	if src {
-		fillSide(e.sourceSide(), &e.sourceLow, r, a)
+		fillSide(sourceSide(a), &e.sourceLow, r, a)
 	}
 	if dst {
-		fillSide(e.destinationSide(), &e.destinationLow, r, a)
+		fillSide(destinationSide(a), &e.destinationLow, r, a)
 	}
 }
 
 // fillSide starts side s from r, its first record.
 func fillSide(s side, low *lows, r *flowrecord.Record, a *flowrecord.Aggregation) {
-	*s.start, *s.end = r.Start, r.End
+	*s.end = r.End
 	*low = lowsOf(r)
 	*s.stats, *s.reverse = totalsOf(r.Stats), totalsOf(r.ReverseStats)
 	addDeltas(s.stats, s.reverse, spanOf(s.stats, s.reverse, *low))
@@ -94,11 +92,11 @@ func addStats(e *entry, r *flowrecord.Record, h half) (fresh bool, what arrival)
 	what = arrivalDuplicate
 	var srcMove, dstMove lowMove
 	if src {
-		f, w, m := updateSide(e, e.sourceSide(), &e.sourceLow, r, latest)
+		f, w, m := updateSide(e, sourceSide(&e.agg), &e.sourceLow, r, latest)
 		fresh, what, srcMove = fresh || f, min(what, w), m
 	}
 	if dst {
-		f, w, m := updateSide(e, e.destinationSide(), &e.destinationLow, r, latest)
+		f, w, m := updateSide(e, destinationSide(&e.agg), &e.destinationLow, r, latest)
 		fresh, what, dstMove = fresh || f, min(what, w), m
 	}
 	if !fresh {
@@ -168,6 +166,7 @@ func updateSide(e *entry, s side, low *lows, r *flowrecord.Record, latest bool) 
 	prev := *s.end
 	if prev.IsZero() { // the side's first record: the other half's, pairing
 		fillSide(s, low, r, &e.agg)
+		e.peerStart = unixNano(r.Start)
 		*s.throughput = bitsPerSecond(r.Stats.OctetTotal, lifetime(r))
 		*s.reverseTP = bitsPerSecond(r.ReverseStats.OctetTotal, lifetime(r))
 		if latest {

@@ -73,13 +73,17 @@ type Table struct {
 	// replaced on its tuple: it is dropped (see reuse.go).
 	OnStale func()
 
+	// replaced holds, by key, the starts of the connection the held one
+	// replaced on its tuple (see reuse.go); rare, so kept out of the entries.
+	replaced map[string]starts
+
 	out    flowrecord.Record // the record handed to Emit
 	outAgg flowrecord.Aggregation
 }
 
 // New returns an empty table.
 func New(s Settings) *Table {
-	return &Table{s: s, entries: make(map[string]*entry)}
+	return &Table{s: s, entries: make(map[string]*entry), replaced: make(map[string]starts)}
 }
 
 // Len is the number of connections held.
@@ -101,23 +105,23 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 	}
 	h := halfOf(r)
 	e, ok := t.entries[key]
-	var replaced starts
 	if ok {
-		switch e.lineageOf(r, h) {
+		replaced := t.replaced[key]
+		switch e.lineageOf(r, h, replaced) {
 		case oldConnection:
 			if t.OnStale != nil {
 				t.OnStale()
 			}
 			return
 		case newConnection:
-			replaced = e.startsOf()
+			replaced = e.startsBefore(replaced)
 			t.finish(e, now, emit)
+			t.replaced[key] = replaced
 			ok = false
 		}
 	}
 	if !ok {
 		e = t.insert(key, r, h, now)
-		e.replaced = replaced
 		if e.ready {
 			t.export(e, now, ReasonReady, emit)
 		}
@@ -174,7 +178,7 @@ func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) 
 // tuple replaced, and forgets it.
 func (t *Table) finish(e *entry, now time.Time, emit Emit) {
 	heap.Remove(&t.queue, e.index)
-	delete(t.entries, e.key)
+	t.forget(e)
 	if !e.ready {
 		t.pending--
 	}
@@ -186,6 +190,12 @@ func (t *Table) finish(e *entry, now time.Time, emit Emit) {
 	}
 }
 
+// forget drops e, out of the queue already, from the table.
+func (t *Table) forget(e *entry) {
+	delete(t.entries, e.key)
+	delete(t.replaced, e.key)
+}
+
 // Expire does what is due at now: exports pending halves whose pairing
 // timeout passed (unpaired), re-exports ready connections whose active
 // timeout passed if they have new data, and forgets connections whose
@@ -195,7 +205,7 @@ func (t *Table) Expire(now time.Time, emit Emit) {
 		e := t.queue[0]
 		if t.expire(e, now, emit) {
 			heap.Pop(&t.queue)
-			delete(t.entries, e.key)
+			t.forget(e)
 			continue
 		}
 		e.due = e.nextDeadline()
@@ -238,7 +248,7 @@ func (t *Table) expire(e *entry, now time.Time, emit Emit) bool {
 func (t *Table) enforceBound(now time.Time, emit Emit) {
 	for t.s.MaxRecords > 0 && len(t.entries) > t.s.MaxRecords {
 		e := heap.Pop(&t.queue).(*entry)
-		delete(t.entries, e.key)
+		t.forget(e)
 		if !e.ready {
 			t.pending--
 		}
@@ -257,6 +267,7 @@ func (t *Table) Flush(now time.Time, emit Emit) {
 		}
 	}
 	clear(t.entries)
+	clear(t.replaced)
 	clear(t.queue)
 	t.pending = 0
 	t.queue = t.queue[:0]
