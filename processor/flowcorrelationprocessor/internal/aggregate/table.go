@@ -106,7 +106,10 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 	h := halfOf(r)
 	e, ok := t.entries[key]
 	if ok {
-		replaced := t.replaced[key]
+		var replaced starts
+		if len(t.replaced) > 0 { // no hashing the key again unless a tuple was reused
+			replaced = t.replaced[key]
+		}
 		switch e.lineageOf(r, h, replaced) {
 		case oldConnection:
 			if t.OnStale != nil {
@@ -193,7 +196,9 @@ func (t *Table) finish(e *entry, now time.Time, emit Emit) {
 // forget drops e, out of the queue already, from the table.
 func (t *Table) forget(e *entry) {
 	delete(t.entries, e.key)
-	delete(t.replaced, e.key)
+	if len(t.replaced) > 0 {
+		delete(t.replaced, e.key)
+	}
 }
 
 // Expire does what is due at now: exports pending halves whose pairing
