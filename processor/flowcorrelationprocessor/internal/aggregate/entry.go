@@ -10,9 +10,8 @@ import (
 // entry is one connection held by the table: the record built from its
 // halves, its per-Node statistics and its deadlines.
 type entry struct {
-	rec flowrecord.Record // Aggregation is nil here; agg holds it
+	rec flowrecord.Record // Aggregation is nil here; agg holds it; Key is the table's key
 	agg flowrecord.Aggregation
-	key string
 	// sourceLow and destinationLow are each side's counter spans' lowest
 	// starts (see ledger.go); the deltas in rec and agg are what is not
 	// exported yet.

@@ -160,7 +160,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 }
 
 func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) *entry {
-	e := &entry{rec: *r, key: key, first: h, updated: true}
+	e := &entry{rec: *r, first: h, updated: true}
 	e.rec.Aggregation = nil
 	e.rec.Key = key
 	e.required = correlationRequired(r, h)
@@ -195,9 +195,9 @@ func (t *Table) finish(e *entry, now time.Time, emit Emit) {
 
 // forget drops e, out of the queue already, from the table.
 func (t *Table) forget(e *entry) {
-	delete(t.entries, e.key)
+	delete(t.entries, e.rec.Key)
 	if len(t.replaced) > 0 {
-		delete(t.replaced, e.key)
+		delete(t.replaced, e.rec.Key)
 	}
 }
 
