@@ -82,6 +82,8 @@ func newProcessorWithClient(set processor.Settings, cfg *Config, next consumer.L
 			}
 			p.tel.late.Add(context.Background(), 1, kind)
 		}
+		p.table.OnStale = func() { p.tel.late.Add(context.Background(), 1, lateReplaced) }
+		p.table.OnReplaced = func() { p.tel.replaced.Add(context.Background(), 1) }
 		p.tick = tickInterval(cfg)
 	}
 	return p, nil

@@ -336,3 +336,26 @@ func TestLateRecordsAreCounted(t *testing.T) {
 	assert.EqualValues(t, 1, h.sum(t, "records.late", attribute.String("kind", "duplicate")))
 	assert.EqualValues(t, 1, h.sum(t, "records.late", attribute.String("kind", "reordered")))
 }
+
+// A tuple reused by a new connection: the held one is finished and
+// counted, the new one is a record chain of its own, and a late export of
+// the replaced one is dropped, counted (internal/aggregate/reuse.go).
+func TestTupleReuseIsCounted(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	h := newHarness(t, aggregateConfig(), sink)
+	oldSrc, oldDst := interNode(1, t0.Add(5*time.Second), 5000, 5000)
+	oldSrc.Stats.OctetDelta, oldDst.Stats.OctetDelta = 5000, 5000
+	newSrc, newDst := interNode(1, t0.Add(40*time.Second), 300, 300)
+	newSrc.Start, newDst.Start = t0.Add(30*time.Second), t0.Add(31*time.Second)
+	newSrc.Stats.OctetDelta, newDst.Stats.OctetDelta = 300, 300
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(oldSrc, oldDst, newSrc, oldDst, newDst)))
+	h.clock.advance(time.Hour)
+	got := decodeAllLogs(t, sink.AllLogs())
+	sums := map[time.Time]uint64{}
+	for _, r := range got {
+		sums[r.Start] += r.Stats.OctetDelta
+	}
+	assert.Equal(t, map[time.Time]uint64{t0: 5000, newSrc.Start: 300}, sums, "each connection's deltas add up to its own total")
+	assert.EqualValues(t, 1, h.sum(t, "connections.replaced"))
+	assert.EqualValues(t, 1, h.sum(t, "records.late", attribute.String("kind", "replaced")))
+}

@@ -40,6 +40,7 @@ type telemetry struct {
 	unpaired      metric.Int64Counter
 	earlyExported metric.Int64Counter
 	late          metric.Int64Counter
+	replaced      metric.Int64Counter
 	timeToPair    metric.Float64Histogram
 
 	pending atomic.Int64 // halves waiting for their peer
@@ -63,9 +64,10 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.retried = counter("records.retried", "{record}", "Flow records the next consumer refused with a retryable error, queued for a retry.")
 	t.relayFolded = counter("records.relay_folded", "{record}", "Exports not made for relay legs (a NodePort's Node forwarding to a third Node) and the endpoint Node's halves they pair with: the connection is exported under its first leg's key. By export reason.")
 	t.pairs = counter("pairs", "{pair}", "Connections whose two halves were paired.")
-	t.unpaired = counter("records.unpaired", "{record}", "Halves exported without a peer, by reason (pairing_timeout, evicted, flush).")
+	t.unpaired = counter("records.unpaired", "{record}", "Halves exported without a peer, by reason (pairing_timeout, evicted, flush, replaced).")
 	t.earlyExported = counter("records.early_exported", "{record}", "Records exported before their deadline because max_records was reached.")
-	t.late = counter("records.late", "{record}", "Records not newer than the last one of their side, by kind (duplicate: ignored; reordered: its counts exported once).")
+	t.late = counter("records.late", "{record}", "Records that arrive late, by kind: not newer than the last one of their side (duplicate: ignored; reordered: its counts exported once), or of a connection a newer one on the same tuple replaced (replaced: dropped).")
+	t.replaced = counter("connections.replaced", "{connection}", "Held connections finished because a record of a newer connection on the same tuple (a later start from the same Node) arrived; what they had not exported goes out with reason replaced.")
 	t.timeToPair, errs = m.Float64Histogram(metricPrefix+"pairing.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time a half waited for its peer."),
 		metric.WithExplicitBucketBoundaries(0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 180, 300))
@@ -102,6 +104,7 @@ func withReason(r string) metric.AddOption {
 var (
 	lateDuplicate = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "duplicate")))
 	lateReordered = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "reordered")))
+	lateReplaced  = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "replaced")))
 )
 
 func withState(s string) metric.AddOption {

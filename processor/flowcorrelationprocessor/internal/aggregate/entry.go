@@ -10,13 +10,18 @@ import (
 // entry is one connection held by the table: the record built from its
 // halves, its per-Node statistics and its deadlines.
 type entry struct {
-	rec flowrecord.Record // Aggregation is nil here; agg holds it
+	rec flowrecord.Record // Aggregation is nil here; agg holds it; Key is the table's key
 	agg flowrecord.Aggregation
-	key string
 	// sourceLow and destinationLow are each side's counter spans' lowest
 	// starts (see ledger.go); the deltas in rec and agg are what is not
 	// exported yet.
 	sourceLow, destinationLow lows
+	// peerStart is the flow start the other half's Node reported, in Unix
+	// ns (0: none); the first half's is rec.Start. Each is on its own Node's
+	// clock. They tell a record of a new connection on the same tuple from
+	// this one's (see reuse.go). An int64, not a time.Time: the entry stays
+	// in its allocation size class.
+	peerStart int64
 
 	first    half // the half of the first record, for the same-side test
 	required bool // the connection has two halves to pair

@@ -188,23 +188,23 @@ func sideExports(side flowrecord.Side, n int, end time.Time, rng *rand.Rand) []*
 // of every record exported for it add up, exactly, to its final totals: the
 // common counters to the common totals, each side's to that Node's totals.
 // A connection whose peer never comes is exported unpaired, and adds up too.
+// In some rounds the tuple is reused: a second connection (a later start on
+// each Node's clock, counters from 0) follows the first, mixed with
+// duplicates of the first's exports, and each adds up on its own.
 func TestPropertyDeltasAddUpToTotals(t *testing.T) {
 	const rounds = 2000
 	s := Settings{ActiveTimeout: 3 * time.Second, InactiveTimeout: time.Hour, PairingTimeout: 20 * time.Second}
 	for round := range rounds {
 		rng := rand.New(rand.NewPCG(uint64(round), 10))
-		end := at(100)
-		src := sideExports(flowrecord.SideSource, 1+rng.IntN(8), end, rng)
-		dst := sideExports(flowrecord.SideDestination, 1+rng.IntN(8), end, rng)
 		lonely := round%10 == 0 // the peer never arrives
-		arrivals := append([]*flowrecord.Record(nil), src...)
-		if !lonely {
-			arrivals = append(arrivals, dst...)
+		reused := round%4 == 1  // a second connection on the same tuple follows
+		first := newPropertyConn(rng, 0, lonely)
+		arrivals := first.arrivals(rng, nil)
+		var second *propertyConn
+		if reused {
+			second = newPropertyConn(rng, 200*time.Second, false)
+			arrivals = append(arrivals, second.arrivals(rng, arrivals)...)
 		}
-		for range rng.IntN(len(arrivals)) { // duplicates
-			arrivals = append(arrivals, arrivals[rng.IntN(len(arrivals))])
-		}
-		rng.Shuffle(len(arrivals), func(i, j int) { arrivals[i], arrivals[j] = arrivals[j], arrivals[i] })
 
 		tbl, x := New(s), &exported{}
 		now := at(0)
@@ -219,58 +219,135 @@ func TestPropertyDeltasAddUpToTotals(t *testing.T) {
 		tbl.Flush(now.Add(time.Second), x.emit)
 		recs, _ := x.take()
 		require.NotEmpty(t, recs, "round %d", round)
-
-		last := recs[len(recs)-1]
-		srcFinal, dstFinal := src[len(src)-1], dst[len(dst)-1]
-		common := func(of func(*flowrecord.Record) flowrecord.Counters) flowrecord.Counters {
-			if lonely {
-				return of(srcFinal)
-			}
-			s, d := of(srcFinal), of(dstFinal)
-			return flowrecord.Counters{PacketTotal: max(s.PacketTotal, d.PacketTotal), OctetTotal: max(s.OctetTotal, d.OctetTotal)}
+		if !reused {
+			first.check(t, round, recs)
+			continue
 		}
-		checks := []struct {
-			name        string
-			of          func(*flowrecord.Record) flowrecord.Counters
-			final       flowrecord.Counters
-			lastTotals  flowrecord.Counters
-			onlyIfPeers bool
-		}{
-			{"common", func(r *flowrecord.Record) flowrecord.Counters { return r.Stats },
-				common(func(r *flowrecord.Record) flowrecord.Counters { return r.Stats }), last.Stats, false},
-			{"common reverse", func(r *flowrecord.Record) flowrecord.Counters { return r.ReverseStats },
-				common(func(r *flowrecord.Record) flowrecord.Counters { return r.ReverseStats }), last.ReverseStats, false},
-			{"source", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.StatsFromSource },
-				srcFinal.Stats, last.Aggregation.StatsFromSource, false},
-			{"source reverse", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.ReverseStatsFromSource },
-				srcFinal.ReverseStats, last.Aggregation.ReverseStatsFromSource, false},
-			{"destination", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.StatsFromDestination },
-				dstFinal.Stats, last.Aggregation.StatsFromDestination, true},
-			{"destination reverse", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.ReverseStatsFromDestination },
-				dstFinal.ReverseStats, last.Aggregation.ReverseStatsFromDestination, true},
-		}
-		for _, c := range checks {
-			if c.onlyIfPeers && lonely {
-				continue
-			}
-			sum := sumDeltas(recs, c.of)
-			require.Equal(t, c.final.OctetTotal, c.lastTotals.OctetTotal, "round %d: %s final octet total", round, c.name)
-			require.Equal(t, c.final.PacketTotal, c.lastTotals.PacketTotal, "round %d: %s final packet total", round, c.name)
-			require.Equal(t, c.final.OctetTotal, sum.OctetDelta, "round %d: %s octet deltas", round, c.name)
-			require.Equal(t, c.final.PacketTotal, sum.PacketDelta, "round %d: %s packet deltas", round, c.name)
-		}
-		// DESIGN D4: what cannot pair is exported, marked unpaired; a pair is
-		// marked paired (a pairing timeout may export a half unpaired before
-		// its peer arrives).
+		var ofFirst, ofSecond []flowrecord.Record
 		for _, r := range recs {
-			if lonely {
-				require.Equal(t, flowrecord.CorrelationUnpaired, r.Correlation, "round %d: a half without its peer", round)
-			} else {
-				require.Contains(t, []flowrecord.CorrelationState{flowrecord.CorrelationPaired, flowrecord.CorrelationUnpaired}, r.Correlation, "round %d", round)
+			switch r.Start {
+			case first.src[0].Start, first.dst[0].Start:
+				require.Empty(t, ofSecond, "round %d: an export of the replaced connection after the new one's", round)
+				ofFirst = append(ofFirst, r)
+			case second.src[0].Start, second.dst[0].Start:
+				ofSecond = append(ofSecond, r)
+			default:
+				t.Fatalf("round %d: an export of no connection: start %v", round, r.Start)
 			}
 		}
-		if !lonely {
-			require.Equal(t, flowrecord.CorrelationPaired, last.Correlation, "round %d", round)
+		first.check(t, round, ofFirst)
+		second.check(t, round, ofSecond)
+	}
+}
+
+// propertyConn is one connection of TestPropertyDeltasAddUpToTotals: each
+// Node's exports, and whether the destination's ever arrive.
+type propertyConn struct {
+	src, dst []*flowrecord.Record
+	lonely   bool
+}
+
+// newPropertyConn makes a connection that starts after (each Node's start a
+// second apart: their clocks differ) and ends 100 s later.
+func newPropertyConn(rng *rand.Rand, after time.Duration, lonely bool) *propertyConn {
+	c := &propertyConn{lonely: lonely}
+	end := at(100)
+	c.src = sideExports(flowrecord.SideSource, 1+rng.IntN(8), end, rng)
+	c.dst = sideExports(flowrecord.SideDestination, 1+rng.IntN(8), end, rng)
+	for _, side := range []struct {
+		recs []*flowrecord.Record
+		skew time.Duration
+	}{{c.src, 0}, {c.dst, -time.Second}} {
+		for _, r := range side.recs {
+			r.Start = r.Start.Add(after + side.skew)
+			r.End = r.End.Add(after)
 		}
+	}
+	return c
+}
+
+// arrivals are c's exports as the gateway receives them: shuffled, some
+// twice, mixed with duplicates of earlier ones (the exports of a connection
+// the tuple had before).
+func (c *propertyConn) arrivals(rng *rand.Rand, earlier []*flowrecord.Record) []*flowrecord.Record {
+	out := append([]*flowrecord.Record(nil), c.src...)
+	if !c.lonely {
+		out = append(out, c.dst...)
+	}
+	for range rng.IntN(len(out)) { // duplicates
+		out = append(out, out[rng.IntN(len(out))])
+	}
+	for range rng.IntN(len(earlier) + 1) {
+		out = append(out, earlier[rng.IntN(len(earlier))])
+	}
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// check requires the deltas of recs, c's exports, to add up to c's final
+// totals, and their correlation states to be right (DESIGN D4).
+func (c *propertyConn) check(t *testing.T, round int, recs []flowrecord.Record) {
+	t.Helper()
+	require.NotEmpty(t, recs, "round %d: no export", round)
+	last := recs[len(recs)-1]
+	var dstFinal *flowrecord.Record
+	if !c.lonely {
+		dstFinal = c.dst[len(c.dst)-1]
+	}
+	requireAddsUp(t, fmt.Sprintf("round %d", round), recs, c.src[len(c.src)-1], dstFinal)
+	// DESIGN D4: what cannot pair is exported, marked unpaired; a pair is
+	// marked paired (a pairing timeout may export a half unpaired before
+	// its peer arrives).
+	for _, r := range recs {
+		if c.lonely {
+			require.Equal(t, flowrecord.CorrelationUnpaired, r.Correlation, "round %d: a half without its peer", round)
+		} else {
+			require.Contains(t, []flowrecord.CorrelationState{flowrecord.CorrelationPaired, flowrecord.CorrelationUnpaired}, r.Correlation, "round %d", round)
+		}
+	}
+	if !c.lonely {
+		require.Equal(t, flowrecord.CorrelationPaired, last.Correlation, "round %d", round)
+	}
+}
+
+// requireAddsUp requires the deltas of a connection's exports, recs, to add
+// up to the totals each Node last reported (src, dst; dst nil when the
+// destination's Node never reported), and its last export to carry them.
+func requireAddsUp(t *testing.T, name string, recs []flowrecord.Record, src, dst *flowrecord.Record) {
+	t.Helper()
+	require.NotEmpty(t, recs, "%s: no export", name)
+	last := recs[len(recs)-1]
+	common := func(of func(*flowrecord.Record) flowrecord.Counters) flowrecord.Counters {
+		if dst == nil {
+			return of(src)
+		}
+		s, d := of(src), of(dst)
+		return flowrecord.Counters{PacketTotal: max(s.PacketTotal, d.PacketTotal), OctetTotal: max(s.OctetTotal, d.OctetTotal)}
+	}
+	type check struct {
+		what  string
+		of    func(*flowrecord.Record) flowrecord.Counters
+		final flowrecord.Counters
+	}
+	stats := func(r *flowrecord.Record) flowrecord.Counters { return r.Stats }
+	reverse := func(r *flowrecord.Record) flowrecord.Counters { return r.ReverseStats }
+	checks := []check{
+		{"common", stats, common(stats)},
+		{"common reverse", reverse, common(reverse)},
+		{"source", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.StatsFromSource }, src.Stats},
+		{"source reverse", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.ReverseStatsFromSource }, src.ReverseStats},
+	}
+	if dst != nil {
+		checks = append(checks,
+			check{"destination", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.StatsFromDestination }, dst.Stats},
+			check{"destination reverse", func(r *flowrecord.Record) flowrecord.Counters { return r.Aggregation.ReverseStatsFromDestination }, dst.ReverseStats})
+	}
+	for _, c := range checks {
+		sum := sumDeltas(recs, c.of)
+		got := c.of(&last)
+		require.Equal(t, c.final.OctetTotal, got.OctetTotal, "%s: %s final octet total", name, c.what)
+		require.Equal(t, c.final.PacketTotal, got.PacketTotal, "%s: %s final packet total", name, c.what)
+		require.Equal(t, c.final.OctetTotal, sum.OctetDelta, "%s: %s octet deltas", name, c.what)
+		require.Equal(t, c.final.PacketTotal, sum.PacketDelta, "%s: %s packet deltas", name, c.what)
 	}
 }

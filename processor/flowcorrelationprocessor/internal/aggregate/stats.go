@@ -166,6 +166,7 @@ func updateSide(e *entry, s side, low *lows, r *flowrecord.Record, latest bool) 
 	prev := *s.end
 	if prev.IsZero() { // the side's first record: the other half's, pairing
 		fillSide(s, low, r, &e.agg)
+		e.peerStart = unixNano(r.Start)
 		*s.throughput = bitsPerSecond(r.Stats.OctetTotal, lifetime(r))
 		*s.reverseTP = bitsPerSecond(r.ReverseStats.OctetTotal, lifetime(r))
 		if latest {

@@ -37,9 +37,10 @@ const (
 	ReasonPairingTimeout               // no peer within the pairing timeout: exported unpaired
 	ReasonEvicted                      // exported early under the memory bound
 	ReasonFlush                        // exported at shutdown
+	ReasonReplaced                     // last export: a new connection on the same tuple replaced it (reuse.go)
 )
 
-var reasonNames = [...]string{"ready", "active_timeout", "inactive_timeout", "pairing_timeout", "evicted", "flush"}
+var reasonNames = [...]string{"ready", "active_timeout", "inactive_timeout", "pairing_timeout", "evicted", "flush", "replaced"}
 
 func (r Reason) String() string { return reasonNames[r] }
 
@@ -65,6 +66,16 @@ type Table struct {
 	// totals), ignored; or a reordered distinct export, whose counts are
 	// exported once either way (see ledger.go).
 	OnLate func(duplicate bool)
+	// OnReplaced, when set, is told of each held connection finished because
+	// a record of a new connection on its tuple arrived (see reuse.go).
+	OnReplaced func()
+	// OnStale, when set, is told of each record of a connection already
+	// replaced on its tuple: it is dropped (see reuse.go).
+	OnStale func()
+
+	// replaced holds, by key, the starts of the connection the held one
+	// replaced on its tuple (see reuse.go); rare, so kept out of the entries.
+	replaced map[string]starts
 
 	out    flowrecord.Record // the record handed to Emit
 	outAgg flowrecord.Aggregation
@@ -72,7 +83,7 @@ type Table struct {
 
 // New returns an empty table.
 func New(s Settings) *Table {
-	return &Table{s: s, entries: make(map[string]*entry)}
+	return &Table{s: s, entries: make(map[string]*entry), replaced: make(map[string]starts)}
 }
 
 // Len is the number of connections held.
@@ -83,8 +94,10 @@ func (t *Table) Pending() int { return t.pending }
 
 // Add folds r, received at now, into its connection, and emits what became
 // ready: a connection that needs no pairing on its first record, a pair when
-// its second half arrives. r is not retained (its maps may be). Records
-// without an end timestamp must be rejected by the caller.
+// its second half arrives. A record of a new connection on a held
+// connection's tuple finishes the held one first; one of a connection
+// already replaced is dropped (see reuse.go). r is not retained (its maps
+// may be). Records without an end timestamp must be rejected by the caller.
 func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 	key := r.Key
 	if key == "" {
@@ -92,6 +105,24 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 	}
 	h := halfOf(r)
 	e, ok := t.entries[key]
+	if ok {
+		var replaced starts
+		if len(t.replaced) > 0 { // no hashing the key again unless a tuple was reused
+			replaced = t.replaced[key]
+		}
+		switch e.lineageOf(r, h, replaced) {
+		case oldConnection:
+			if t.OnStale != nil {
+				t.OnStale()
+			}
+			return
+		case newConnection:
+			replaced = e.startsBefore(replaced)
+			t.finish(e, now, emit)
+			t.replaced[key] = replaced
+			ok = false
+		}
+	}
 	if !ok {
 		e = t.insert(key, r, h, now)
 		if e.ready {
@@ -129,7 +160,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 }
 
 func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) *entry {
-	e := &entry{rec: *r, key: key, first: h, updated: true}
+	e := &entry{rec: *r, first: h, updated: true}
 	e.rec.Aggregation = nil
 	e.rec.Key = key
 	e.required = correlationRequired(r, h)
@@ -146,6 +177,30 @@ func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) 
 	return e
 }
 
+// finish exports what is unreported of e, a connection a new one on its
+// tuple replaced, and forgets it.
+func (t *Table) finish(e *entry, now time.Time, emit Emit) {
+	heap.Remove(&t.queue, e.index)
+	t.forget(e)
+	if !e.ready {
+		t.pending--
+	}
+	if !e.ready || e.updated {
+		t.export(e, now, ReasonReplaced, emit)
+	}
+	if t.OnReplaced != nil {
+		t.OnReplaced()
+	}
+}
+
+// forget drops e, out of the queue already, from the table.
+func (t *Table) forget(e *entry) {
+	delete(t.entries, e.rec.Key)
+	if len(t.replaced) > 0 {
+		delete(t.replaced, e.rec.Key)
+	}
+}
+
 // Expire does what is due at now: exports pending halves whose pairing
 // timeout passed (unpaired), re-exports ready connections whose active
 // timeout passed if they have new data, and forgets connections whose
@@ -155,7 +210,7 @@ func (t *Table) Expire(now time.Time, emit Emit) {
 		e := t.queue[0]
 		if t.expire(e, now, emit) {
 			heap.Pop(&t.queue)
-			delete(t.entries, e.key)
+			t.forget(e)
 			continue
 		}
 		e.due = e.nextDeadline()
@@ -198,7 +253,7 @@ func (t *Table) expire(e *entry, now time.Time, emit Emit) bool {
 func (t *Table) enforceBound(now time.Time, emit Emit) {
 	for t.s.MaxRecords > 0 && len(t.entries) > t.s.MaxRecords {
 		e := heap.Pop(&t.queue).(*entry)
-		delete(t.entries, e.key)
+		t.forget(e)
 		if !e.ready {
 			t.pending--
 		}
@@ -217,6 +272,7 @@ func (t *Table) Flush(now time.Time, emit Emit) {
 		}
 	}
 	clear(t.entries)
+	clear(t.replaced)
 	clear(t.queue)
 	t.pending = 0
 	t.queue = t.queue[:0]
