@@ -93,6 +93,8 @@ type Store struct {
 	// free holds deleted entries for reuse: a steady churn of connections
 	// then allocates nothing.
 	free []*entry
+	// resume is what a previous run exported (resume.go); nil once resumed.
+	resume *resumeState
 }
 
 // New returns an empty store.
@@ -191,6 +193,7 @@ func (s *Store) insert(c *Conn) *entry {
 	e.frozen = e.conn.Dying()
 	e.activeExpire = s.now + int64(s.cfg.ActiveTimeout)
 	e.idleExpire = s.now + int64(s.cfg.IdleTimeout)
+	s.resumeInto(e)
 	s.conns[c.Key] = e
 	s.queue.push(e)
 	return e
