@@ -4,7 +4,7 @@
 // the byte counts conntrack must report.
 //
 //	flowpeer serve -listen [::]:8080 [-reply 1000]             # TCP and UDP on the same port
-//	flowpeer send -proto tcp|udp -to 10.96.0.10:80 -bytes 5000 [-sport 40000] [-hold 2s]
+//	flowpeer send -proto tcp|udp -to 10.96.0.10:80 -bytes 5000 [-sport 40000] [-hold 2s] [-spread 10s]
 package main
 
 import (
@@ -82,6 +82,7 @@ func send(args []string) error {
 	n := fs.Int("bytes", 1000, "payload bytes to send (UDP: one datagram)")
 	sport := fs.Int("sport", 0, "source port (0: any)")
 	hold := fs.Duration("hold", 0, "keep the connection open this long after sending (TCP)")
+	spread := fs.Duration("spread", 0, "send the bytes in 1000-byte writes spread evenly over this long (TCP): a long transfer")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after")
 	_ = fs.Parse(args)
 
@@ -99,8 +100,8 @@ func send(args []string) error {
 		return err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(*timeout + *hold))
-	if _, err := c.Write(make([]byte, *n)); err != nil {
+	_ = c.SetDeadline(time.Now().Add(*timeout + *hold + *spread))
+	if err := write(c, *n, *spread); err != nil {
 		return err
 	}
 	if *proto == "udp" {
@@ -115,4 +116,22 @@ func send(args []string) error {
 	got, err := io.Copy(io.Discard, c)
 	fmt.Println("received", got)
 	return err
+}
+
+// write sends n bytes at once, or in 1000-byte writes spread over spread.
+func write(c net.Conn, n int, spread time.Duration) error {
+	if spread <= 0 {
+		_, err := c.Write(make([]byte, n))
+		return err
+	}
+	const chunk = 1000
+	writes := (n + chunk - 1) / chunk
+	start := time.Now()
+	for i := range writes {
+		time.Sleep(time.Until(start.Add(spread * time.Duration(i) / time.Duration(writes))))
+		if _, err := c.Write(make([]byte, min(chunk, n-i*chunk))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
