@@ -38,6 +38,8 @@ type options struct {
 	// set, is an OTLP endpoint that also receives what the node collectors export.
 	nodeStorage bool
 	nodeTap     string
+	// conntrackExtra is appended to the conntrack receiver's settings, e.g. ", events: false".
+	conntrackExtra string
 }
 
 // bed is one running mini-cluster with flowtel deployed on it.
@@ -307,6 +309,7 @@ func nodeConfig(n *netlab.Node, kubeconfig string, gateways []string, opt option
 		storageExt = fmt.Sprintf("  file_storage: {directory: %q, create_directory: true}\n", filepath.Join(dir, n.Name+"-storage"))
 		storage = ", storage: file_storage"
 	}
+	storage += opt.conntrackExtra
 	if opt.nodeTap != "" {
 		tapExp = fmt.Sprintf("  otlp/tap: {endpoint: %q, tls: {insecure: true}}\n", opt.nodeTap)
 		exporters += ", otlp/tap"
