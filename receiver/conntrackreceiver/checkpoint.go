@@ -85,7 +85,11 @@ func (c *checkpoint) note(xs []store.Export, at int64) {
 		x := store.ExportedOf(&xs[i], at)
 		key := c.key(&x)
 		if xs[i].Reason == flowrecord.EndReasonEndOfFlow {
-			c.ops = append(c.ops, storage.DeleteOperation(key))
+			// A connection whose only record this is (deltas = totals: the
+			// short ones DESTROY events bring) was never saved.
+			if xs[i].OrigDelta != x.Orig || xs[i].ReplyDelta != x.Reply {
+				c.ops = append(c.ops, storage.DeleteOperation(key))
+			}
 			continue
 		}
 		c.ops = append(c.ops, storage.SetOperation(key, c.value(&x)))

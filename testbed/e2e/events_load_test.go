@@ -24,20 +24,24 @@ import (
 // namespace at the rate, each deleted one second later (a DESTROY event), so
 // about rate entries are live at any time. The node collector (5 s poll)
 // reports them; with events off it misses every connection that lives
-// between two polls. Measured over a 60 s window after a 15 s warm-up: the
+// between two polls. The storage variant adds the node distribution's
+// file_storage checkpoint of the receiver. Measured over a 60 s window after a 15 s warm-up: the
 // collector's CPU (share of one core), RSS at the end, the rate the generator
 // reached, and the records the collector accepted per second.
 // Run: make load (or -bench NodeCollectorEvents).
 func BenchmarkNodeCollectorEvents(b *testing.B) {
 	for _, rate := range []int{1000, 10_000} {
-		for _, events := range []bool{true, false} {
-			b.Run(fmt.Sprintf("rate=%d/events=%v", rate, events), func(b *testing.B) { benchmarkNodeCollectorEvents(b, rate, events) })
+		for _, v := range []struct {
+			name            string
+			events, storage bool
+		}{{"events=true", true, false}, {"events=false", false, false}, {"events=true,storage", true, true}} {
+			b.Run(fmt.Sprintf("rate=%d/%s", rate, v.name), func(b *testing.B) { benchmarkNodeCollectorEvents(b, rate, v.events, v.storage) })
 		}
 	}
 }
 
-func benchmarkNodeCollectorEvents(b *testing.B, rate int, events bool) {
-	opt := options{gateways: 1, poll: 5 * time.Second, active: 5 * time.Second, idle: 15 * time.Second}
+func benchmarkNodeCollectorEvents(b *testing.B, rate int, events, storage bool) {
+	opt := options{gateways: 1, poll: 5 * time.Second, active: 5 * time.Second, idle: 15 * time.Second, nodeStorage: storage}
 	if !events {
 		opt.conntrackExtra = ", events: false"
 	}
