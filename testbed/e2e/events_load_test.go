@@ -34,7 +34,7 @@ func BenchmarkNodeCollectorEvents(b *testing.B) {
 		for _, v := range []struct {
 			name            string
 			events, storage bool
-		}{{"events=true", true, false}, {"events=false", false, false}, {"events=true,storage", true, true}} {
+		}{{"events=true", true, false}, {"events=false", false, false}, {"events=true+storage", true, true}} {
 			b.Run(fmt.Sprintf("rate=%d/%s", rate, v.name), func(b *testing.B) { benchmarkNodeCollectorEvents(b, rate, v.events, v.storage) })
 		}
 	}
