@@ -25,12 +25,15 @@ const benchEntries = 100_000
 
 // benchTable creates a namespace holding benchEntries UDP conntrack entries
 // (created through netlink) and returns its path.
-func benchTable(b *testing.B) string {
+func benchTable(b *testing.B) string { return benchTableOf(b, benchEntries) }
+
+// benchTableOf creates a namespace holding n UDP conntrack entries.
+func benchTableOf(b *testing.B, n int) string {
 	b.Helper()
 	if os.Geteuid() != 0 {
 		b.Skip("needs root: creates a network namespace and conntrack entries")
 	}
-	name := fmt.Sprintf("fctb%d", os.Getpid())
+	name := fmt.Sprintf("fctb%d-%d", os.Getpid(), n)
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		b.Fatalf("ip netns add: %v %s", err, out)
 	}
@@ -46,7 +49,7 @@ func benchTable(b *testing.B) string {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	for i := range benchEntries {
+	for i := range n {
 		src := netip.AddrFrom4([4]byte{10, 100, byte(i >> 8), byte(i)})
 		dst := netip.AddrFrom4([4]byte{10, 200, byte(i >> 16), byte(i % 7)})
 		f := conntrack.NewFlow(17, 0, src, dst, uint16(1024+i%60000), 53, 3600, 0x42)
@@ -200,4 +203,72 @@ func BenchmarkEncodeRecords(b *testing.B) {
 		r.send(context.Background(), xs, time.Now())
 	}
 	b.ReportMetric(float64(len(xs)*b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkDestroyEvents is the receiver's own cost of DESTROY events: one op
+// is 10,000 events (real flows, as the kernel dumps them) queued by the event
+// goroutine and applied to the store by the poll loop (queue_and_store), plus
+// their export as 10,000 end-of-flow records to a no-op consumer
+// (with_export: the record encoding any reported connection costs). Netlink
+// receive and decode (the library's goroutine) are not in it; the testbed run
+// BenchmarkNodeCollectorEvents measures the whole collector.
+func BenchmarkDestroyEvents(b *testing.B) {
+	const n = 10_000
+	path := benchTableOf(b, n)
+	ns, err := ctsource.OpenNamespace(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ns.Close()
+	src, err := ctsource.Dial(ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	flows, err := src.DumpZone(0)
+	src.Close()
+	if err != nil || len(flows) != n {
+		b.Fatalf("dumped %d entries (%v), want %d", len(flows), err, n)
+	}
+	for _, withExport := range []bool{false, true} {
+		name := "queue_and_store"
+		if withExport {
+			name = "with_export"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkDestroyEvents(b, flows, withExport) })
+	}
+}
+
+func benchmarkDestroyEvents(b *testing.B, flows []conntrack.Flow, withExport bool) {
+	r, err := newReceiver(receivertest.NewNopSettings(metadata.Type), createDefaultConfig(), consumertest.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	round := func() {
+		for i := range flows {
+			r.queueEvent(&flows[i])
+		}
+		r.applyEvents(ctx)
+		if !withExport {
+			b.StopTimer()
+		}
+		now = now.Add(5 * time.Second)
+		r.export(ctx, now)
+		now = now.Add(5 * time.Second)
+		r.store.BeginPoll(now) // an empty dump: the ended connections leave the store
+		r.store.EndPoll()
+		b.StartTimer()
+	}
+	round()
+	b.ReportAllocs()
+	for b.Loop() {
+		round()
+	}
+	if r.store.Len() != 0 {
+		b.Fatalf("%d connections left in the store", r.store.Len())
+	}
+	perEvent := float64(b.Elapsed().Nanoseconds()) / float64(b.N*len(flows))
+	b.ReportMetric(perEvent, "ns/event")
+	b.ReportMetric(perEvent*10_000/1e7, "cpu-%/core@10k/s")
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/profile"
 )
@@ -36,11 +38,21 @@ type Config struct {
 	// /var/run/netns/X); empty: the collector's own namespace.
 	NetNS string `mapstructure:"netns"`
 	// Events subscribes to conntrack DESTROY events so that connections that
-	// open and close between two polls are reported with their final counters.
+	// open and close between two polls (refused ones: SYN answered by RST) are
+	// reported with their final counters. On by default.
 	Events bool `mapstructure:"events"`
+	// MaxQueuedEvents bounds the DESTROY events waiting for the poll loop
+	// (224 bytes each); events over it are shed and counted. The poll loop
+	// applies the queue early when it is half full.
+	MaxQueuedEvents int `mapstructure:"max_queued_events"`
 	// MaxConnections bounds the connections held; new ones over it are shed
 	// and counted. 0: no bound.
 	MaxConnections int `mapstructure:"max_connections"`
+	// Storage names a storage extension (e.g. file_storage) where the
+	// receiver keeps what it last exported per connection, so that after a
+	// restart it goes on from there instead of exporting each connection's
+	// whole history again. Unset: a restart starts from scratch.
+	Storage *component.ID `mapstructure:"storage"`
 	// NodeName is the k8s.node.name resource attribute and the reporter Node
 	// of every record. Default: the K8S_NODE_NAME environment variable.
 	NodeName string `mapstructure:"node_name"`
@@ -54,19 +66,24 @@ const (
 	defaultIdleTimeout   = 15 * time.Second
 	defaultStaleTimeout  = 5 * time.Minute
 	defaultMaxConns      = 1_000_000
-	minPollInterval      = time.Second
+	// defaultMaxQueuedEvents holds 10 s of 10k connections closing per second
+	// (~22 MB at most).
+	defaultMaxQueuedEvents = 100_000
+	minPollInterval        = time.Second
 	// nodeNameEnv is the variable a DaemonSet sets from spec.nodeName.
 	nodeNameEnv = "K8S_NODE_NAME"
 )
 
 func createDefaultConfig() *Config {
 	return &Config{
-		PollInterval:   defaultPollInterval,
-		ActiveTimeout:  defaultActiveTimeout,
-		IdleTimeout:    defaultIdleTimeout,
-		Profile:        profile.Generic,
-		MaxConnections: defaultMaxConns,
-		NodeName:       os.Getenv(nodeNameEnv),
+		PollInterval:    defaultPollInterval,
+		ActiveTimeout:   defaultActiveTimeout,
+		IdleTimeout:     defaultIdleTimeout,
+		Profile:         profile.Generic,
+		Events:          true,
+		MaxQueuedEvents: defaultMaxQueuedEvents,
+		MaxConnections:  defaultMaxConns,
+		NodeName:        os.Getenv(nodeNameEnv),
 	}
 }
 
@@ -87,6 +104,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConnections < 0 {
 		errs = append(errs, fmt.Errorf("max_connections %d: must not be negative (0 means no bound)", c.MaxConnections))
+	}
+	if c.Events && c.MaxQueuedEvents <= 0 {
+		errs = append(errs, fmt.Errorf("max_queued_events %d: must be positive when events are on", c.MaxQueuedEvents))
 	}
 	if _, err := c.protocolNumbers(); err != nil {
 		errs = append(errs, err)

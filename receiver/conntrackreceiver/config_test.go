@@ -38,7 +38,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.PollInterval != 5*time.Second || cfg.ActiveTimeout != 5*time.Second || cfg.IdleTimeout != 15*time.Second ||
-		cfg.Profile != "generic" || cfg.Protocols != nil || cfg.Events || cfg.NetNS != "" || cfg.MaxConnections != 1_000_000 ||
+		cfg.Profile != "generic" || cfg.Protocols != nil || !cfg.Events || cfg.MaxQueuedEvents != 100_000 || cfg.NetNS != "" || cfg.MaxConnections != 1_000_000 ||
 		cfg.NodeName != "from-env" {
 		t.Fatalf("defaults: %+v", cfg)
 	}
@@ -59,8 +59,15 @@ func TestConfigNamedInstances(t *testing.T) {
 		len(cfg.Protocols) != 2 || cfg.NetNS != "/var/run/netns/node-1" || !cfg.Events || cfg.MaxConnections != 50000 || cfg.NodeName != "node-1" {
 		t.Fatalf("antrea: %+v", cfg)
 	}
+	if cfg.Storage == nil || cfg.Storage.String() != "file_storage/conntrack" {
+		t.Fatalf("storage %v", cfg.Storage)
+	}
 	if p, _ := cfg.protocolNumbers(); len(p) != 2 || p[0] != 6 || p[1] != 17 {
 		t.Fatalf("protocols %v", p)
+	}
+
+	if cfg, err = loadConfig(t, "no_events"); err != nil || cfg.Events {
+		t.Fatalf("events: false needs no event queue: %v %+v", err, cfg)
 	}
 
 	cfg, err = loadConfig(t, "none")
@@ -103,6 +110,7 @@ func TestConfigInvalid(t *testing.T) {
 		"antrea_zone0": "zone 0",
 		"bad_netns":    "netns \"var/run/netns/x\": must be an absolute path",
 		"bad_max":      "max_connections -1",
+		"bad_queue":    "max_queued_events 0: must be positive",
 	} {
 		_, err := loadConfig(t, name)
 		if err == nil || !strings.Contains(err.Error(), want) {

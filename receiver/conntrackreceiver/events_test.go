@@ -1,12 +1,18 @@
 package conntrackreceiver
 
 import (
+	"context"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/ti-mo/conntrack"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
 )
 
 // TestEventsReportConnectionsBetweenPolls: a UDP exchange whose conntrack
@@ -56,5 +62,33 @@ func TestEventsReportConnectionsBetweenPolls(t *testing.T) {
 			t.Fatal("applied events not counted")
 		}
 		h.stop()
+	}
+}
+
+// TestEventQueueIsBoundedAndCountsWhatItSheds: DESTROY events over
+// max_queued_events are shed and counted; the poll loop is woken to drain the
+// queue once it holds evWakeAt events (here half the bound).
+func TestEventQueueIsBoundedAndCountsWhatItSheds(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	cfg := createDefaultConfig()
+	cfg.MaxQueuedEvents = 10
+	r, err := newReceiver(set, cfg, consumertest.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := conntrack.NewFlow(6, 0, netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), 1000, 80, 0, 0)
+	for i := range 15 {
+		f.TupleOrig.Proto.SourcePort = uint16(1000 + i)
+		r.queueEvent(&f)
+		if i == 4 && len(r.evWake) != 1 {
+			t.Fatal("the poll loop was not woken at half the bound")
+		}
+	}
+	h := &harness{t: t, tel: tel}
+	if len(r.evPending) != 10 || h.counter("flowtel.conntrack.events", "queue_full") != 5 {
+		t.Fatalf("queued %d, queue_full %d: want 10 queued and 5 shed", len(r.evPending), h.counter("flowtel.conntrack.events", "queue_full"))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver"
@@ -38,16 +39,23 @@ func testConfig(netns string) *Config {
 
 func startReceiver(t *testing.T, cfg *Config) *harness {
 	t.Helper()
+	return startReceiverOn(t, cfg, componenttest.NewNopHost())
+}
+
+// startReceiverOn starts a receiver on a host (one offering extensions).
+func startReceiverOn(t *testing.T, cfg *Config, host component.Host) *harness {
+	t.Helper()
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
+	set.ID = component.NewID(metadata.Type) // as in a collector: the same ID after a restart
 	sink := new(consumertest.LogsSink)
 	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rcv.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := rcv.Start(context.Background(), host); err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, rcv: rcv, sink: sink, tel: tel}

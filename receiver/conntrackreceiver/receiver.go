@@ -29,7 +29,10 @@ const (
 	// shedLogInterval rate-limits the log line about shed connections.
 	shedLogInterval = time.Minute
 	// eventRetryDelay is the pause before re-subscribing after an event socket failure.
-	eventRetryDelay  = time.Second
+	eventRetryDelay = time.Second
+	// evWakeAt is the queue length at which DESTROY events are applied
+	// before the next poll (≈ 1 MB of queued events).
+	evWakeAt         = 4096
 	resourceNodeName = "k8s.node.name"
 )
 
@@ -51,9 +54,19 @@ type conntrackReceiver struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// DESTROY events wait here for the poll loop, which owns the store.
+	// ckpt saves what was exported per connection (nil without storage);
+	// resuming holds until the first poll after a resume completed.
+	ckpt     *checkpoint
+	resuming bool
+
+	// DESTROY events wait here for the poll loop, which owns the store. The
+	// queue holds at most cfg.MaxQueuedEvents; evWake asks the poll loop to
+	// apply it early when it is half full. evSpare is the other buffer.
 	evMu      sync.Mutex
 	evPending []pendingEvent
+	evSpare   []pendingEvent
+	evWake    chan struct{}
+	evWakeAt  int
 
 	// Poll-loop state, reused across polls.
 	scratch     store.Conn
@@ -91,74 +104,132 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*connt
 	active, idle, stale := cfg.timeouts()
 	r := &conntrackReceiver{
 		cfg: cfg, set: set, next: next, obs: obs, tel: tel, logger: set.Logger,
-		node: cfg.nodeName(), prof: prof, now: time.Now,
+		node: cfg.nodeName(), prof: prof, now: time.Now, evWake: make(chan struct{}, 1),
 		store: store.New(store.Config{ActiveTimeout: active, IdleTimeout: idle, StaleTimeout: stale, MaxConnections: cfg.MaxConnections}),
 	}
 	r.observeFn = r.observe
+	r.evWakeAt = max(1, min(evWakeAt, cfg.MaxQueuedEvents/2))
 	return r, nil
 }
 
-// Start opens the namespace and the conntrack socket, checks that the table
-// can be read, enables counters and timestamps, and starts polling.
-func (r *conntrackReceiver) Start(_ context.Context, _ component.Host) error {
-	ns, err := ctsource.OpenNamespace(r.cfg.NetNS)
-	if err != nil {
+// Start resumes from the storage extension when one is configured, opens the
+// namespace and the conntrack socket, checks that the table can be read,
+// enables counters and timestamps, and starts polling.
+func (r *conntrackReceiver) Start(ctx context.Context, host component.Host) (err error) {
+	defer func() {
+		if err != nil {
+			r.closeAll(ctx)
+		}
+	}()
+	if r.cfg.Storage != nil {
+		if err := r.resume(ctx, host); err != nil {
+			return err
+		}
+	}
+	if r.ns, err = ctsource.OpenNamespace(r.cfg.NetNS); err != nil {
 		return err
 	}
-	src, err := ctsource.Dial(ns)
-	if err != nil {
-		ns.Close()
+	if r.src, err = ctsource.Dial(r.ns); err != nil {
 		return err
 	}
-	if _, err := src.Probe(); err != nil {
-		src.Close()
-		ns.Close()
+	if _, err := r.src.Probe(); err != nil {
 		return err
 	}
-	r.ns, r.src = ns, src
-	if errs := ctsource.EnableAccounting(ns); len(errs) > 0 {
+	if errs := ctsource.EnableAccounting(r.ns); len(errs) > 0 {
 		r.tel.errs.Add(context.Background(), 1, reason("sysctl"))
 		r.logger.Warn("could not enable conntrack accounting/timestamps; records may lack counters or start times",
 			zap.String("netns", r.cfg.NetNS), zap.Error(errors.Join(errs...)))
 	}
-	if m, err := ctsource.TableMax(ns); err == nil {
+	if m, err := ctsource.TableMax(r.ns); err == nil {
 		r.tel.tableMax.Record(context.Background(), m)
 	} else {
 		r.logger.Warn("could not read nf_conntrack_max", zap.Error(err))
 	}
 	var events *ctsource.Events
 	if r.cfg.Events {
-		if events, err = ctsource.ListenDestroy(ns); err != nil {
-			src.Close()
-			ns.Close()
+		if events, err = ctsource.ListenDestroy(r.ns); err != nil {
 			return err
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	if events != nil {
 		r.wg.Add(1)
-		go r.runEvents(ctx, events)
+		go r.runEvents(runCtx, events)
 	}
 	r.wg.Add(1)
-	go r.run(ctx)
+	go r.run(runCtx)
 	return nil
 }
 
-// Shutdown stops polling and event handling and closes the sockets.
-func (r *conntrackReceiver) Shutdown(context.Context) error {
+// resume opens the checkpoint and hands what the previous run exported to the
+// store, before the first poll.
+func (r *conntrackReceiver) resume(ctx context.Context, host component.Host) error {
+	ckpt, err := openCheckpoint(ctx, host, *r.cfg.Storage, r.set.ID)
+	if err != nil {
+		return err
+	}
+	r.ckpt = ckpt
+	saved, bad, err := ckpt.load(ctx)
+	if err != nil {
+		return fmt.Errorf("storage %q: read the connections the previous run exported: %w", *r.cfg.Storage, err)
+	}
+	if bad > 0 {
+		r.tel.errs.Add(ctx, int64(bad), reason("storage"))
+		r.logger.Warn("storage held entries this receiver cannot read; they were removed", zap.Int("count", bad))
+	}
+	r.store.Resume(saved)
+	r.resuming = true
+	return nil
+}
+
+// Shutdown stops polling and event handling, then flushes: one last poll, and
+// a record for everything not yet reported (deltas of live connections since
+// their last export, the end-of-flow records of connections already gone),
+// saved to the checkpoint when there is one. Then it closes the sockets.
+func (r *conntrackReceiver) Shutdown(ctx context.Context) error {
 	if r.cancel != nil {
 		r.cancel()
+		r.wg.Wait()
+		r.flush(ctx)
 	}
-	r.wg.Wait()
+	return r.closeAll(ctx)
+}
+
+func (r *conntrackReceiver) closeAll(ctx context.Context) error {
 	var err error
 	if r.src != nil {
 		err = r.src.Close()
+		r.src = nil
 	}
 	if r.ns != nil {
 		err = errors.Join(err, r.ns.Close())
+		r.ns = nil
+	}
+	if r.ckpt != nil {
+		err = errors.Join(err, r.ckpt.close(ctx))
+		r.ckpt = nil
 	}
 	return err
+}
+
+// flush runs at shutdown, once the poll loop and the event goroutine are done.
+func (r *conntrackReceiver) flush(ctx context.Context) {
+	r.pollOnce(ctx)
+	now := r.now()
+	r.exports = r.store.Flush(now, r.exports[:0])
+	var live, ended int64
+	for i := range r.exports {
+		if r.exports[i].Reason == flowrecord.EndReasonEndOfFlow {
+			ended++
+		} else {
+			live++
+		}
+	}
+	r.tel.flushed.Add(ctx, live, reason("live"))
+	r.tel.flushed.Add(ctx, ended, reason("end_of_flow"))
+	r.sendAll(ctx, r.exports, now)
+	r.logger.Info("conntrack receiver flushed at shutdown", zap.Int64("live", live), zap.Int64("end_of_flow", ended))
 }
 
 func (r *conntrackReceiver) run(ctx context.Context) {
@@ -167,10 +238,25 @@ func (r *conntrackReceiver) run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		r.pollOnce(ctx)
+		if !r.waitForPoll(ctx, t.C) {
+			return
+		}
+	}
+}
+
+// waitForPoll waits for the next poll tick (false: shutdown). Meanwhile, a
+// queue of DESTROY events that reached evWakeAt is moved into the store (the
+// records go out at the next poll, as they would have), so the queue stays
+// short however many connections close between two polls.
+func (r *conntrackReceiver) waitForPoll(ctx context.Context, tick <-chan time.Time) bool {
+	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-t.C:
+			return false
+		case <-tick:
+			return true
+		case <-r.evWake:
+			r.applyEvents(ctx)
 		}
 	}
 }
@@ -190,6 +276,7 @@ func (r *conntrackReceiver) pollOnce(ctx context.Context) {
 	if err := r.dump(now); err != nil {
 		r.logger.Warn("conntrack dump failed; retrying at the next poll", zap.Error(err))
 	} else {
+		r.endResume(ctx)
 		r.export(ctx, now)
 	}
 	r.tel.connections.Record(ctx, int64(r.store.Len()))
@@ -273,17 +360,44 @@ func (r *conntrackReceiver) noteShed(ctx context.Context, n int, now time.Time) 
 	}
 }
 
+// endResume, after the first complete poll since a resume, forgets the saved
+// connections that ended while no receiver ran: their last deltas are lost
+// (counted), conntrack holds nothing of them any more.
+func (r *conntrackReceiver) endResume(ctx context.Context) {
+	if !r.resuming {
+		return
+	}
+	r.resuming = false
+	resumed, ended := r.store.EndResume()
+	r.tel.resumed.Add(ctx, int64(resumed), reason("resumed"))
+	r.tel.resumed.Add(ctx, int64(len(ended)), reason("ended"))
+	r.ckpt.forget(ended)
+	r.logger.Info("resumed from storage", zap.Int("resumed", resumed), zap.Int("ended_while_stopped", len(ended)))
+}
+
 // export sends the records due at now.
 func (r *conntrackReceiver) export(ctx context.Context, now time.Time) {
 	r.exports = r.store.Expired(now, r.exports[:0])
-	for len(r.exports) > 0 {
-		n := min(len(r.exports), maxRecordsPerBatch)
-		r.send(ctx, r.exports[:n], now)
-		r.exports = r.exports[n:]
+	r.sendAll(ctx, r.exports, now)
+}
+
+// sendAll sends xs in batches and saves what the accepted ones exported to
+// the checkpoint, in one write.
+func (r *conntrackReceiver) sendAll(ctx context.Context, xs []store.Export, now time.Time) {
+	for i := 0; i < len(xs); i += maxRecordsPerBatch {
+		batch := xs[i:min(len(xs), i+maxRecordsPerBatch)]
+		if r.send(ctx, batch, now) {
+			r.ckpt.note(batch, now.UnixNano())
+		}
+	}
+	if err := r.ckpt.commit(ctx); err != nil {
+		r.tel.errs.Add(ctx, 1, reason("storage"))
+		r.logger.Warn("could not save the exported connections to storage; after a restart their next delta may repeat what was sent", zap.Error(err))
 	}
 }
 
-func (r *conntrackReceiver) send(ctx context.Context, xs []store.Export, now time.Time) {
+// send hands one batch to the next consumer; it reports whether it was accepted.
+func (r *conntrackReceiver) send(ctx context.Context, xs []store.Export, now time.Time) bool {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	rl.Resource().Attributes().PutStr(resourceNodeName, r.node)
@@ -303,9 +417,10 @@ func (r *conntrackReceiver) send(ctx context.Context, xs []store.Export, now tim
 	if err != nil {
 		r.tel.dropped.Add(ctx, int64(len(xs)), reason("consumer_error"))
 		r.logger.Warn("next consumer refused flow records", zap.Int("records", len(xs)), zap.Error(err))
-		return
+		return false
 	}
 	r.tel.emitted.Add(ctx, int64(len(xs)))
+	return true
 }
 
 // toRecord writes one export as a flow record. Kubernetes identity, flow type,
@@ -373,24 +488,35 @@ func (r *conntrackReceiver) runEvents(ctx context.Context, ev *ctsource.Events) 
 // queueEvent runs on the event goroutine: it converts the flow and leaves it
 // for the poll loop.
 func (r *conntrackReceiver) queueEvent(f *conntrack.Flow) {
-	var c store.Conn
-	ctsource.Convert(f, &c)
+	at := r.now()
 	r.evMu.Lock()
-	full := r.cfg.MaxConnections > 0 && len(r.evPending) >= r.cfg.MaxConnections
+	n := len(r.evPending)
+	full := n >= r.cfg.MaxQueuedEvents
 	if !full {
-		r.evPending = append(r.evPending, pendingEvent{conn: c, at: r.now()})
+		r.evPending = append(r.evPending, pendingEvent{at: at})
+		ctsource.Convert(f, &r.evPending[n].conn)
 	}
 	r.evMu.Unlock()
 	if full {
-		r.tel.events.Add(context.Background(), 1, reason("shed"))
+		r.tel.events.Add(context.Background(), 1, reason("queue_full"))
+		return
+	}
+	if n+1 == r.evWakeAt {
+		select {
+		case r.evWake <- struct{}{}:
+		default:
+		}
 	}
 }
 
 func (r *conntrackReceiver) applyEvents(ctx context.Context) {
 	r.evMu.Lock()
 	evs := r.evPending
-	r.evPending = nil
+	r.evPending = r.evSpare[:0]
 	r.evMu.Unlock()
+	// The drained buffer becomes the spare once applied (only this
+	// goroutine touches evSpare).
+	defer func() { r.evSpare = evs[:0] }()
 	var applied, ignored, ended, shed int
 	for i := range evs {
 		c := &evs[i].conn

@@ -21,7 +21,9 @@ type telemetry struct {
 	shed        metric.Int64Counter // connections not tracked, by reason
 	filtered    metric.Int64Counter // entries left out by the profile, by reason
 	events      metric.Int64Counter // DESTROY events applied
-	errs        metric.Int64Counter // netlink errors, by reason
+	errs        metric.Int64Counter // netlink and storage errors, by reason
+	flushed     metric.Int64Counter // records exported by the shutdown flush, by kind
+	resumed     metric.Int64Counter // saved connections at a resume, by outcome
 }
 
 func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
@@ -54,10 +56,16 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		metric.WithDescription("Conntrack entries not reported, by reason (wrong_zone, protocol, ct_mark, uncorrelated)."))
 	err = errors.Join(err, e)
 	t.events, e = m.Int64Counter("flowtel.conntrack.events", metric.WithUnit("{event}"),
-		metric.WithDescription("Conntrack DESTROY events received, by outcome (applied, ignored, shed)."))
+		metric.WithDescription("Conntrack DESTROY events received, by outcome (applied, ignored, shed, queue_full)."))
 	err = errors.Join(err, e)
 	t.errs, e = m.Int64Counter("flowtel.conntrack.netlink.errors", metric.WithUnit("{error}"),
-		metric.WithDescription("Netlink errors, by reason (dump, enobufs, events, addresses, sysctl); a failed dump is retried at the next poll."))
+		metric.WithDescription("Netlink and storage errors, by reason (dump, enobufs, events, addresses, sysctl, storage); a failed dump is retried at the next poll."))
+	err = errors.Join(err, e)
+	t.flushed, e = m.Int64Counter("flowtel.conntrack.records.flushed", metric.WithUnit("{record}"),
+		metric.WithDescription("Records exported at shutdown for what no record had reported yet, by reason (live: deltas of live connections, end_of_flow: connections already gone)."))
+	err = errors.Join(err, e)
+	t.resumed, e = m.Int64Counter("flowtel.conntrack.resume.connections", metric.WithUnit("{connection}"),
+		metric.WithDescription("Connections the previous run saved to storage, by reason at restart (resumed: going on from the saved totals, ended: gone while no receiver ran; their last deltas are lost)."))
 	err = errors.Join(err, e)
 	return t, err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,13 @@ type options struct {
 	otlp     bool
 	// node collector timers; zero: the scenario's fast ones (1s poll, 2s active and idle)
 	poll, active, idle time.Duration
+	// nodeStorage gives each node collector a file_storage directory and the
+	// conntrack receiver storage: file_storage (restart tests); nodeTap, when
+	// set, is an OTLP endpoint that also receives what the node collectors export.
+	nodeStorage bool
+	nodeTap     string
+	// conntrackExtra is appended to the conntrack receiver's settings, e.g. ", events: false".
+	conntrackExtra string
 }
 
 // bed is one running mini-cluster with flowtel deployed on it.
@@ -48,7 +56,9 @@ type bed struct {
 	// gatewayOptions start gateway i again on the same ports (fault tests)
 	gatewayOptions []collector.Options
 	nodes          []*collector.Process
-	peer           string // flowpeer binary
+	// nodeOptions start node collector i again as it was (restart tests)
+	nodeOptions []collector.Options
+	peer        string // flowpeer binary
 }
 
 // TestScenarios runs every case of Cases() through the whole product and reads
@@ -234,9 +244,10 @@ func startBed(t testing.TB, opt options) *bed {
 		gatewayEndpoints = append(gatewayEndpoints, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	for _, n := range b.lab.Nodes {
-		p, _ := startCollector(t, ctx, collector.Options{Name: n.Name, Binary: nodeBin, Dir: dir,
-			Config: nodeConfig(n, kubeconfig, gatewayEndpoints, opt)})
+		p, o := startCollector(t, ctx, collector.Options{Name: n.Name, Binary: nodeBin, Dir: dir,
+			Config: nodeConfig(n, kubeconfig, gatewayEndpoints, opt, dir)})
 		b.nodes = append(b.nodes, p)
+		b.nodeOptions = append(b.nodeOptions, o)
 	}
 	return b
 }
@@ -307,23 +318,35 @@ exporters:
 `+telemetry, otlpPort, sinks.clickhouse, extra.String(), strings.Join(exporters, ", "))
 }
 
-func nodeConfig(n *netlab.Node, kubeconfig string, gateways []string, opt options) string {
+func nodeConfig(n *netlab.Node, kubeconfig string, gateways []string, opt options, dir string) string {
 	if opt.poll == 0 {
 		opt.poll, opt.active, opt.idle = time.Second, 2*time.Second, 2*time.Second
+	}
+	extensions, storageExt, storage, tapExp, exporters := "health_check", "", "", "", "load_balancing"
+	if opt.nodeStorage {
+		extensions += ", file_storage"
+		storageExt = fmt.Sprintf("  file_storage: {directory: %q, create_directory: true}\n", filepath.Join(dir, n.Name+"-storage"))
+		storage = ", storage: file_storage"
+	}
+	storage += opt.conntrackExtra
+	if opt.nodeTap != "" {
+		tapExp = fmt.Sprintf("  otlp/tap: {endpoint: %q, tls: {insecure: true}}\n", opt.nodeTap)
+		exporters += ", otlp/tap"
 	}
 	return fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
-receivers:
-  conntrack: {netns: %s, node_name: %s, poll_interval: %s, active_timeout: %s, idle_timeout: %s}
+%sreceivers:
+  conntrack: {netns: %s, node_name: %s, poll_interval: %s, active_timeout: %s, idle_timeout: %s%s}
 processors:
   k8s_flow: {node_name: %s, auth_type: kubeConfig, kubeconfig: %s}
 exporters:
-%sservice:
-  extensions: [health_check]
+%s%sservice:
+  extensions: [%s]
   pipelines:
-    logs: {receivers: [conntrack], processors: [k8s_flow], exporters: [load_balancing]}
-`+telemetry, netlab.NetNSPath(n.NS), n.Name, opt.poll, opt.active, opt.idle, n.Name, kubeconfig, loadBalancing(gateways))
+    logs: {receivers: [conntrack], processors: [k8s_flow], exporters: [%s]}
+`+telemetry, storageExt, netlab.NetNSPath(n.NS), n.Name, opt.poll, opt.active, opt.idle, storage, n.Name, kubeconfig,
+		loadBalancing(gateways), tapExp, extensions, exporters)
 }
 
 // loadBalancing is the node collectors' exporter: both halves of a connection
@@ -372,7 +395,7 @@ func (b *bed) endpoints(c Case) (ns string, client netip.Addr, to netip.AddrPort
 	switch kind {
 	case "pod":
 		p := b.pods[name]
-		to = netip.AddrPortFrom(pick(p.IPv4, p.IPv6), 8080)
+		to = netip.AddrPortFrom(pick(p.IPv4, p.IPv6), c.port())
 	case "service":
 		s := b.services[name]
 		to = netip.AddrPortFrom(pick(s.ClusterIPv4, s.ClusterIPv6), s.Port)
@@ -391,6 +414,10 @@ func (b *bed) run(t *testing.T, c Case) {
 	ns, _, to := b.endpoints(c)
 	out, err := netlab.Exec(context.Background(), ns, b.peer, "send", "-proto", c.Proto, "-to", to.String(),
 		"-bytes", fmt.Sprint(requestBytes), "-sport", fmt.Sprint(c.Sport))
+	if c.Refused {
+		require.ErrorContains(t, fmt.Errorf("%v: %s", err, out), "connection refused", c.Name)
+		return
+	}
 	require.NoError(t, err, "%s: %s", c.Name, out)
 }
 
@@ -444,7 +471,7 @@ func readRows(conn clickhouse.Conn, c Case) ([]Row, error) {
 	rows, err := conn.Query(context.Background(), `SELECT sourceIP, destinationIP, sourceTransportPort, destinationTransportPort, flowType,
 		sourcePodName, sourceNodeName, sourceEndpointKind, destinationPodName, destinationNodeName, destinationEndpointKind,
 		destinationServicePortName, correlationState, octetTotalCount, reverseOctetTotalCount,
-		packetTotalCount, reversePacketTotalCount, proxySnatIP, proxySnatPort
+		packetTotalCount, reversePacketTotalCount, proxySnatIP, proxySnatPort, tcpState
 		FROM flowtel_e2e.flows WHERE sourceTransportPort = ? AND protocolIdentifier = ? ORDER BY flowEndSeconds, octetTotalCount, reverseOctetTotalCount, timeInserted`, c.Sport, proto)
 	if err != nil {
 		return nil, err
@@ -456,7 +483,7 @@ func readRows(conn clickhouse.Conn, c Case) ([]Row, error) {
 		if err := rows.Scan(&r.SourceIP, &r.DestinationIP, &r.SourcePort, &r.DestinationPort, &r.FlowType,
 			&r.SourcePod, &r.SourceNode, &r.SourceKind, &r.DestinationPod, &r.DestinationNode, &r.DstKnd,
 			&r.ServicePortName, &r.CorrelationState, &r.OctetTotal, &r.ReverseOctetTotal,
-			&r.PacketTotal, &r.ReversePacketTotal, &r.ProxySNATIP, &r.ProxySNATPort); err != nil {
+			&r.PacketTotal, &r.ReversePacketTotal, &r.ProxySNATIP, &r.ProxySNATPort, &r.TCPState); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

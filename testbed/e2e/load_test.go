@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/ti-mo/conntrack"
 
+	"github.com/flowtel/flowtel/testbed/collector"
 	"github.com/flowtel/flowtel/testbed/netlab"
 )
 
@@ -42,23 +43,12 @@ func benchmarkNodeCollector(b *testing.B, conns int) {
 	window := 60 * time.Second
 	b.ResetTimer()
 	for range b.N {
-		before, err := node.CPUTime()
-		require.NoError(b, err)
-		time.Sleep(window)
-		after, err := node.CPUTime()
-		require.NoError(b, err)
-		b.ReportMetric(100*float64(after-before)/float64(window), "cpu-%/core")
+		b.ReportMetric(cpuShare(b, node, window), "cpu-%/core")
 	}
 	rss, err := node.RSS()
 	require.NoError(b, err)
 	b.ReportMetric(float64(rss)/(1<<20), "rss-MB")
-	m, err := node.Metrics("otelcol_receiver_accepted_log_records")
-	require.NoError(b, err)
-	var accepted float64
-	for _, v := range m {
-		accepted += v
-	}
-	if accepted < float64(conns) {
+	if accepted := acceptedRecords(b, node); accepted < float64(conns) {
 		b.Errorf("the node collector accepted %.0f records, want at least one per connection (%d)", accepted, conns)
 	}
 }
@@ -77,4 +67,15 @@ func fillTable(b *testing.B, node *netlab.Node, src, dst netip.Addr, n int) {
 		flow := conntrack.NewFlow(17, 0, src, dst, uint16(1024+i%60000), uint16(53+i/60000), 3600, 0)
 		require.NoError(b, c.Create(flow), "entry %d", i)
 	}
+}
+
+// cpuShare waits for window and returns the CPU time p used in it, as a
+// percentage of one core.
+func cpuShare(b *testing.B, p *collector.Process, window time.Duration) float64 {
+	before, err := p.CPUTime()
+	require.NoError(b, err)
+	time.Sleep(window)
+	after, err := p.CPUTime()
+	require.NoError(b, err)
+	return 100 * float64(after-before) / float64(window)
 }

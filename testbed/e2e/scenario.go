@@ -12,13 +12,28 @@ import (
 
 // Case is one connection the scenario makes, and what flowtel must report for it.
 type Case struct {
-	Name   string
-	From   string // "pod:<name>", "node:<name>" or "external"
-	To     string // "pod:<name>", "service:<name>", "nodeport:<service>@<node>" or "external"
-	Proto  string // tcp or udp
-	IPv6   bool
-	Sport  uint16 // fixed source port: how the rows of this case are found
-	Expect Expect
+	Name  string
+	From  string // "pod:<name>", "node:<name>" or "external"
+	To    string // "pod:<name>", "service:<name>", "nodeport:<service>@<node>" or "external"
+	Proto string // tcp or udp
+	IPv6  bool
+	Sport uint16 // fixed source port: how the rows of this case are found
+	// Refused: nothing listens on the destination port (a Pod's closed
+	// port); the SYN is answered by RST and the kernel destroys the entry at
+	// once, so only a DESTROY event reports it.
+	Refused bool
+	Expect  Expect
+}
+
+// closedPort is where nothing listens in the scenario's Pods.
+const closedPort = 9
+
+// port is the destination port of a Pod destination.
+func (c Case) port() uint16 {
+	if c.Refused {
+		return closedPort
+	}
+	return 8080
 }
 
 // Expect is what the ClickHouse row of a case must hold (zero: not checked).
@@ -99,6 +114,9 @@ func Cases() []Case {
 	add(Case{Name: "Pod to the NodePort of another Node, endpoint on a third Node", From: "pod:client-a", To: "nodeport:web-far@node-2", Proto: "tcp", Sport: 41015,
 		Expect: Expect{FlowType: 2, SourcePod: "client-a", SourceNode: "node-1", DestinationPod: "web-c", DestinationNode: "node-3",
 			ServicePortName: "default/web-far:http", CorrelationState: "paired"}})
+	add(Case{Name: "refused: Pod to a closed port on a remote Pod", From: "pod:client-a", To: "pod:web-b", Proto: "tcp", Sport: 41020, Refused: true,
+		Expect: Expect{FlowType: 2, SourcePod: "client-a", SourceNode: "node-1", DestinationPod: "web-b", DestinationNode: "node-2",
+			SourceKind: "pod", DestinationKind: "pod", CorrelationState: "paired"}})
 	return cs
 }
 
@@ -114,6 +132,7 @@ type Row struct {
 	PacketTotal, ReversePacketTotal         uint64
 	ProxySNATIP                             string
 	ProxySNATPort                           uint16
+	TCPState                                string
 }
 
 // Check compares a row with a case's expectations and lists every difference.
@@ -138,6 +157,13 @@ func (c Case) Check(r Row, client netip.Addr) []string {
 	want("sourceIP", r.SourceIP, client.String(), e.SourceIsClient || strings.HasPrefix(c.From, "pod:") || strings.HasPrefix(c.From, "node:"))
 	if e.NoSNAT && (r.ProxySNATIP != "" || r.ProxySNATPort != 0) {
 		bad = append(bad, fmt.Sprintf("proxy SNAT %s:%d, want none", r.ProxySNATIP, r.ProxySNATPort))
+	}
+	if c.Refused {
+		// The SYN and the RST, nothing else.
+		if r.PacketTotal != 1 || r.ReversePacketTotal != 1 || r.TCPState != "CLOSE" {
+			bad = append(bad, fmt.Sprintf("refused: %d+%d packets in %q, want 1+1 (SYN, RST) in CLOSE", r.PacketTotal, r.ReversePacketTotal, r.TCPState))
+		}
+		return bad
 	}
 	// Counters: the payload plus at most 80 bytes of IP and transport headers per packet.
 	counters := func(dir string, octets, packets uint64, payload uint64) {

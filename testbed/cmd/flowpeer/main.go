@@ -86,7 +86,7 @@ func send(args []string) error {
 	sport := fs.Int("sport", 0, "source port (0: any)")
 	hold := fs.Duration("hold", 0, "keep the connection open this long after sending (TCP)")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after")
-	over := fs.Duration("over", 0, "spread the payload evenly over this long, in 20 writes (TCP): a long-lived transfer")
+	over := fs.Duration("over", 0, "send the bytes in 1000-byte writes spread evenly over this long (TCP): a long-lived transfer")
 	_ = fs.Parse(args)
 
 	d := net.Dialer{Timeout: *timeout}
@@ -121,28 +121,20 @@ func send(args []string) error {
 	return err
 }
 
-// write sends n bytes on c: at once, or in 20 equal writes spread over over.
+// write sends n bytes at once, or in 1000-byte writes spread evenly over the duration over.
 func write(c net.Conn, n int, over time.Duration) error {
 	if over <= 0 {
 		_, err := c.Write(make([]byte, n))
 		return err
 	}
-	const steps = 20
-	for i := range steps {
-		chunk := n/steps + boolInt(i < n%steps)
-		if _, err := c.Write(make([]byte, chunk)); err != nil {
+	const chunk = 1000
+	writes := (n + chunk - 1) / chunk
+	start := time.Now()
+	for i := range writes {
+		time.Sleep(time.Until(start.Add(over * time.Duration(i) / time.Duration(writes))))
+		if _, err := c.Write(make([]byte, min(chunk, n-i*chunk))); err != nil {
 			return err
-		}
-		if i < steps-1 {
-			time.Sleep(over / (steps - 1))
 		}
 	}
 	return nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

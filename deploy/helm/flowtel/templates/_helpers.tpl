@@ -63,7 +63,7 @@ flow.key to the gateway replicas, with the persistent queue.
 */}}
 {{- define "flowtel.node.config" -}}
 {{- $gw := include "flowtel.gateway.fullname" . -}}
-{{- $conntrack := mustMergeOverwrite (dict "node_name" "${env:K8S_NODE_NAME}") (deepCopy .Values.node.conntrack) -}}
+{{- $conntrack := mustMergeOverwrite (dict "node_name" "${env:K8S_NODE_NAME}" "events" true "storage" "file_storage") (deepCopy .Values.node.conntrack) -}}
 {{- $k8sFlow := mustMergeOverwrite (dict "node_name" "${env:K8S_NODE_NAME}") (deepCopy .Values.node.k8sFlow) -}}
 {{- $otlp := dict "sending_queue" (dict "storage" "file_storage") -}}
 {{- if .Values.tls.enabled }}

@@ -112,6 +112,10 @@ type Export struct {
 	// clamped at 0 when a counter went backwards.
 	OrigDelta, ReplyDelta Counters
 	Reason                flowrecord.EndReason
+	// KernelStart is the conntrack start timestamp itself, 0 when conntrack
+	// timestamps are off (Start then is the store's first sight). A restarted
+	// receiver matches saved state by it (see Resume).
+	KernelStart int64
 }
 
 // PollStats summarises one poll's effect on the store.
@@ -135,6 +139,8 @@ type Store struct {
 	// free holds deleted entries for reuse: a steady churn of connections
 	// then allocates nothing.
 	free []*entry
+	// resume is what a previous run exported (resume.go); nil once resumed.
+	resume *resumeState
 }
 
 // New returns an empty store.
@@ -239,6 +245,7 @@ func (s *Store) insert(c *Conn, held bool) *entry {
 	e.frozen = e.conn.Dying()
 	e.activeExpire = s.now + int64(s.cfg.ActiveTimeout)
 	e.idleExpire = s.now + int64(s.cfg.IdleTimeout)
+	s.resumeInto(e)
 	if held {
 		s.conns[c.Key] = e
 	} else {
@@ -408,7 +415,7 @@ func (s *Store) Expired(now time.Time, dst []Export) []Export {
 			s.queue.push(e)
 			continue
 		}
-		x := Export{Conn: e.conn, Start: time.Unix(0, e.conn.Start)}
+		x := Export{Conn: e.conn, Start: time.Unix(0, e.conn.Start), KernelStart: e.ident.start}
 		if e.conn.Stop != 0 {
 			x.End = time.Unix(0, e.conn.Stop)
 		} else {
