@@ -122,18 +122,14 @@ func TestAPIServerAcceptsHelmTemplate(t *testing.T) {
 }
 
 // operatorModule is the OpenTelemetry Operator release whose CRD the tests
-// install when the team's reference copy (../shared/reference/crds, beside the
-// repository on development machines) is not there: the Go module proxy serves
-// the operator's module, and its config/crd/bases holds the published CRD.
+// install: the Go module proxy serves the operator's module (scripts/peers.sh
+// downloads it), and its config/crd/bases holds the published CRD.
 const operatorModule = "github.com/open-telemetry/opentelemetry-operator@v0.141.0"
 
 // operatorCRD returns the path of the OpenTelemetryCollector CRD.
 func operatorCRD(t *testing.T) string {
 	t.Helper()
 	const name = "opentelemetry.io_opentelemetrycollectors.yaml"
-	if ref := filepath.Join(repoRoot(), "..", "shared", "reference", "crds", name); fileExists(ref) {
-		return ref
-	}
 	cmd := exec.Command("go", "mod", "download", "-json", operatorModule)
 	cmd.Dir = t.TempDir() // outside flowtel's module: the operator never enters go.mod
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
@@ -146,11 +142,6 @@ func operatorCRD(t *testing.T) string {
 		t.Fatalf("go mod download %s: no module directory in %s", operatorModule, out)
 	}
 	return filepath.Join(mod.Dir, "config", "crd", "bases", name)
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 func TestAPIServerAcceptsOperatorCRs(t *testing.T) {

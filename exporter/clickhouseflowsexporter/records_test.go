@@ -73,7 +73,7 @@ func interNodePairedRecord() *flowrecord.Record {
 	}
 }
 
-// interNodeUnpairedRecord: the seed-000 case, a hostNetwork client (the Node
+// interNodeUnpairedRecord: the Antrea #8260 case, a hostNetwork client (the Node
 // itself) to a remote Pod, whose destination half never arrived. Not aggregated.
 func interNodeUnpairedRecord() *flowrecord.Record {
 	return &flowrecord.Record{

@@ -15,7 +15,7 @@ import (
 )
 
 // antreaColumns are the 51 columns Antrea's Flow Aggregator inserts, with the
-// types of Antrea's table (reference/antrea-flow-visibility.md §2.5), written
+// types of Antrea's table (Antrea's ClickHouse schema), written
 // out here independently of the exporter's own column list.
 var antreaColumns = [][2]string{
 	{"flowStartSeconds", "DateTime"}, {"flowEndSeconds", "DateTime"},

@@ -20,7 +20,7 @@ const (
 	reasonSchema     = "schema"     // the table does not match what we write
 )
 
-// telemetry is the exporter's own counters (DESIGN D4: every record received,
+// telemetry is the exporter's own counters (decision D4: every record received,
 // written or failed is counted).
 type telemetry struct {
 	received     metric.Int64Counter

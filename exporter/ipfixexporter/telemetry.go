@@ -17,7 +17,7 @@ const (
 	reasonConnectionLost = "connection_lost" // written to a connection that died before the collector acknowledged it
 )
 
-// telemetry is the exporter's own counters (DESIGN D4: every record received
+// telemetry is the exporter's own counters (decision D4: every record received
 // is sent, failed with a reason, or handed back to the sending queue).
 type telemetry struct {
 	received    metric.Int64Counter

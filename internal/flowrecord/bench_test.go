@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 )
 
-// The targets (DESIGN §6 via the foundation issue): ≤ 1 µs for each of encode
+// The targets (architecture §6 via the foundation issue): ≤ 1 µs for each of encode
 // and decode of a full record. Run with `make bench`.
 
 func BenchmarkEncodeFullRecord(b *testing.B) {

@@ -37,7 +37,7 @@ var endReasonNames = []string{"", "idle_timeout", "active_timeout", "end_of_flow
 
 func (e EndReason) String() string { return enumString(endReasonNames, e) }
 
-// EndpointKind says what an endpoint address belongs to (DESIGN D1).
+// EndpointKind says what an endpoint address belongs to (decision D1).
 type EndpointKind uint8
 
 const (
@@ -131,7 +131,7 @@ var ruleActionNames = []string{"", "allow", "drop", "reject"}
 
 func (a RuleAction) String() string { return enumString(ruleActionNames, a) }
 
-// CorrelationState says what the gateway did about pairing (DESIGN D4).
+// CorrelationState says what the gateway did about pairing (decision D4).
 type CorrelationState uint8
 
 const (

@@ -9,7 +9,7 @@ import (
 )
 
 // CorrelationKey returns the key on which the gateway pairs the two halves of
-// one connection (DESIGN D3): protocol, source and destination as the
+// one connection (decision D3): protocol, source and destination as the
 // connection crosses between the two Nodes, in its own direction, as
 // "proto|src|dst" with addresses in their canonical text form (IPv4-mapped
 // IPv6 unmapped, IPv6 ports in brackets):

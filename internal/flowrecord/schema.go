@@ -269,7 +269,7 @@ func endpointAttrs(side string, get func(*Record) *Endpoint, ie func(string) str
 			doc("Transport port of the " + side + " (" + nat + "); absent for protocols without ports.").
 			ie(ie("port")).col(colPrefix + "TransportPort"),
 		enumAttr("flow."+side+".kind", endpointKindNames, func(r *Record) *EndpointKind { return &get(r).Kind }).
-			doc("What the " + side + " address belongs to: `pod`, `node` (a Node address or a podCIDR gateway address, DESIGN D1) or `external`.").
+			doc("What the " + side + " address belongs to: `pod`, `node` (a Node address or a podCIDR gateway address, decision D1) or `external`.").
 			col(colPrefix + "EndpointKind"),
 		strAttr(p+"k8s.namespace.name", func(r *Record) *string { return &get(r).Namespace }).
 			doc("Namespace of the " + side + " Pod.").ie(ie("namespace")).col(colPrefix + "PodNamespace"),
@@ -401,7 +401,7 @@ func buildAttributes() []attribute {
 			doc("Why this record was exported: `idle_timeout` (1), `active_timeout` (2), `end_of_flow` (3), `forced_end` (4), `lack_of_resources` (5).").
 			ie("flowEndReason (136, 0)").col("flowEndReason"),
 		enumAttr("flow.type", flowTypeNames, func(r *Record) *FlowType { return &r.FlowType }).
-			doc("`intra_node` (1), `inter_node` (2), `to_external` (3), `from_external` (4); absent = unspecified (0). Follows from the endpoint kinds (DESIGN D1).").
+			doc("`intra_node` (1), `inter_node` (2), `to_external` (3), `from_external` (4); absent = unspecified (0). Follows from the endpoint kinds (decision D1).").
 			ie("flowType (137, 56506)").col("flowType"),
 		strAttr("flow.tcp.state", func(r *Record) *string { return &r.TCPState }).
 			doc("conntrack TCP state name (`SYN_SENT`, `ESTABLISHED`, `TIME_WAIT`, `CLOSE`, ...); absent for other protocols.").
@@ -467,7 +467,7 @@ func buildAttributes() []attribute {
 		enumAttr("flow.direction", directionNames, func(r *Record) *Direction { return &r.Direction }).
 			doc("Proxy-mode flow direction: `ingress` (0), `egress` (1), `unknown` (255).").ie("flowDirection (61, 0)"),
 		strAttr(AttrKey, func(r *Record) *string { return &r.Key }).
-			doc("Correlation key (DESIGN D3): the same for the source-Node and destination-Node halves of one connection; the LogRecord TraceID is its hash. Routing key of the load_balancing exporter."),
+			doc("Correlation key (decision D3): the same for the source-Node and destination-Node halves of one connection; the LogRecord TraceID is its hash. Routing key of the load_balancing exporter."),
 		enumAttr(AttrCorrelationState, correlationNames, func(r *Record) *CorrelationState { return &r.Correlation }).
 			doc("`paired` (both halves merged), `unpaired` (no peer within the pairing timeout), `not_required` (nothing to pair).").col("correlationState"),
 		boolAttr("flow.correlation.evicted", func(r *Record) *bool { return &r.Evicted }).

@@ -13,7 +13,7 @@ import (
 // Pods, with pods: local). They carry no Pod creation time, so the time an
 // address is attributed to a Pod is the time the Index saw a slice list it:
 // an address keeps the history of the Pods listed for it, as podsByIP does
-// for watched Pods (DESIGN D7), and a connection is named after the Pod that
+// for watched Pods (decision D7), and a connection is named after the Pod that
 // was listed when it started.
 
 // sliceOwner is one Pod listed for one address, over the time it was listed.

@@ -1,5 +1,5 @@
 // Package k8sindex keeps the Kubernetes state flowtel needs to name the two
-// endpoints of a connection (DESIGN D1, D7): Pods by IP and time, Nodes by
+// endpoints of a connection (decisions D1, D7): Pods by IP and time, Nodes by
 // address and podCIDR, Services by their front-end addresses, and the owners
 // that name a Pod's workload. It is fed by client-go shared informers whose
 // transforms strip every field that is not used, and is read under a
@@ -18,7 +18,7 @@ import (
 )
 
 // DefaultDeletedPodRetention is how long a deleted or terminated Pod still
-// names connections that started while it ran (DESIGN D7, as Antrea).
+// names connections that started while it ran (decision D7, as Antrea).
 const DefaultDeletedPodRetention = 5 * time.Minute
 
 // Options configure an Index.

@@ -12,7 +12,7 @@ import (
 type node struct {
 	name, uid string
 	// addrs are the Node's own addresses: InternalIP, ExternalIP and the
-	// gateway (first host) address of each podCIDR (DESIGN D1).
+	// gateway (first host) address of each podCIDR (decision D1).
 	addrs    []netip.Addr
 	podCIDRs []netip.Prefix
 }
@@ -37,7 +37,7 @@ func stripNode(obj any) (any, error) {
 
 // GatewayAddress is the first host address of a podCIDR: the address a
 // generic CNI gives the Node's side of its Pod network, which host processes
-// use as source towards Pods (seed 000).
+// use as source towards Pods (Antrea issue #8260).
 func GatewayAddress(p netip.Prefix) netip.Addr { return p.Masked().Addr().Next() }
 
 func nodeFrom(in *corev1.Node) *node {

@@ -68,7 +68,7 @@ type KubernetesConfig struct {
 	// WaitForSyncTimeout bounds that wait.
 	WaitForSyncTimeout time.Duration `mapstructure:"wait_for_sync_timeout"`
 	// DeletedPodRetention is how long a deleted Pod still names connections
-	// that started while it ran (DESIGN D7).
+	// that started while it ran (decision D7).
 	DeletedPodRetention time.Duration `mapstructure:"deleted_pod_retention"`
 
 	_ struct{}

@@ -1,9 +1,9 @@
 // Package flowcorrelationprocessor implements the flow_correlation processor:
 // the gateway side of flowtel. In aggregate mode it pairs the source-Node and
-// destination-Node halves of each connection (by their correlation key, DESIGN
+// destination-Node halves of each connection (by their correlation key, decision
 // D3), keeps Antrea Flow Aggregator style per-Node statistics and throughputs,
 // and re-exports every active timeout while new data arrives. Nothing it holds
-// is lost (DESIGN D4): a half without a peer is exported as unpaired after the
+// is lost (decision D4): a half without a peer is exported as unpaired after the
 // pairing timeout, the memory cap exports early instead of dropping, and
 // shutdown exports everything held. In proxy mode it keeps no state and only
 // stamps each record with its flow direction.

@@ -25,7 +25,7 @@ func newClient(cfg *KubernetesConfig) (kubernetes.Interface, error) {
 // own Kubernetes index, as Antrea's Flow Aggregator fills records from its
 // Pod store: a Pod endpoint a Node could not name (an unpaired half's peer,
 // either side of a proxied record) is named after the Pod that owned the
-// address when the connection started (DESIGN D7), and a record without a
+// address when the connection started (decision D7), and a record without a
 // cluster UID gets the cluster's. What the Nodes said is never overwritten.
 type identity struct {
 	cfg       *KubernetesConfig

@@ -16,7 +16,7 @@ import (
 // the cluster, a from-external one ingress into it; anything else (intra-Node
 // flows, halves that cannot be told apart) is unknown. The reporter's Side
 // decides when present; otherwise Antrea's Pod-name predicates, extended to
-// Node endpoints (DESIGN D1).
+// Node endpoints (decision D1).
 func flowDirection(r *flowrecord.Record) flowrecord.Direction {
 	srcLocal := r.Source.PodName != "" || r.Source.Kind == flowrecord.EndpointNode
 	dstLocal := r.Destination.PodName != "" || r.Destination.Kind == flowrecord.EndpointNode

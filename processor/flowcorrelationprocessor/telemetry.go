@@ -28,7 +28,7 @@ const (
 )
 
 // telemetry is the processor's own metrics: every record received, dropped,
-// emitted or failed is counted (DESIGN D4).
+// emitted or failed is counted (decision D4).
 type telemetry struct {
 	received      metric.Int64Counter
 	dropped       metric.Int64Counter

@@ -16,7 +16,7 @@ func BenchmarkEnrich(b *testing.B) {
 	procs := nodeProcessorsB(b)
 	cases := map[string]flowCase{
 		"pod_to_clusterip_remote_pod": moreCases(v4)[4],
-		"seed000_node_to_local_pod":   seed000Cases(v4)[0],
+		"issue8260_node_to_local_pod": issue8260Cases(v4)[0],
 		"ipv6_pod_to_remote_pod":      antreaFindFlowTypeCases(v6)[4],
 	}
 	for name, c := range cases {

@@ -4,11 +4,11 @@ import (
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
-// flowType follows from the two endpoints (DESIGN D1): both in the cluster
+// flowType follows from the two endpoints (decision D1): both in the cluster
 // (Pod or Node) → intra-Node on the same Node, else inter-Node; cluster →
 // external is to-external, external → cluster is from-external. A host
 // process or hostNetwork Pod is its Node's node endpoint, so Node → Pod is
-// intra- or inter-Node, never from-external (seed 000).
+// intra- or inter-Node, never from-external (Antrea issue #8260).
 func flowType(src, dst *flowrecord.Endpoint) flowrecord.FlowType {
 	switch s, d := src.Kind.InCluster(), dst.Kind.InCluster(); {
 	case s && d:
@@ -26,7 +26,7 @@ func flowType(src, dst *flowrecord.Endpoint) flowrecord.FlowType {
 }
 
 // reportedSide decides which half of the connection this Node reports
-// (DESIGN D2), or SideUnknown when it has no local endpoint and must not
+// (decision D2), or SideUnknown when it has no local endpoint and must not
 // report it.
 //
 //   - A local endpoint is a Pod on this Node or this Node itself.
@@ -64,7 +64,7 @@ func receivedFromNode(r *flowrecord.Record, local string) bool {
 
 // relayLeg returns the onward leg of a connection this Node reported as the
 // destination it received from another Node but forwarded to an endpoint on
-// a third Node (DESIGN D3): keyed by the tuple it sent there (after its own
+// a third Node (decision D3): keyed by the tuple it sent there (after its own
 // SNAT), so that the gateway pairs it with the endpoint Node's half, which
 // sees this Node as the client, and folds that half away. The connection
 // itself is the destination half r, keyed by the tuple that reached this Node.

@@ -71,7 +71,7 @@ func antreaFindFlowTypeCases(f family) []flowCase {
 			src: hp(f.client, 40006), dst: hp(f.gwA, 10250), flowType: intra, side: both, srcEP: client, dstEP: nodeEP("node-a")},
 		{name: "destination is a remote gateway ⇒ Unsupported; differs: a Node endpoint (D1) ⇒ 2", reporter: "node-a",
 			src: hp(f.client, 40007), dst: hp(f.gwB, 10250), flowType: inter, side: source, srcEP: client, dstEP: nodeEP("node-b")},
-		{name: "source is the local gateway, destination Pod local ⇒ 2; differs: host → local Pod is the Node's own traffic ⇒ 1 (seed 000)", reporter: "node-a",
+		{name: "source is the local gateway, destination Pod local ⇒ 2; differs: host → local Pod is the Node's own traffic ⇒ 1 (Antrea issue #8260)", reporter: "node-a",
 			src: hp(f.gwA, 47968), dst: hp(f.webA, 80), flowType: intra, side: both, srcEP: nodeEP("node-a"), dstEP: webA},
 		{name: "source is a remote gateway, destination Pod local ⇒ 2 (same), destination half", reporter: "node-a",
 			src: hp(f.gwB, 37148), dst: hp(f.webA, 80), flowType: inter, side: dest, srcEP: nodeEP("node-b"), dstEP: webA},
@@ -86,19 +86,19 @@ func antreaFindFlowTypeCases(f family) []flowCase {
 	}
 }
 
-// seed000Cases are the three cases of seed 000 (host-network → Pod),
+// issue8260Cases are the three cases of Antrea issue #8260 (host-network → Pod),
 // observed the way the issue's live cluster showed them.
-func seed000Cases(f family) []flowCase {
+func issue8260Cases(f family) []flowCase {
 	const intra, inter = flowrecord.FlowTypeIntraNode, flowrecord.FlowTypeInterNode
 	webA := pod("web-a", "node-a")
 	return []flowCase{
-		{name: "seed 000 #1 Node → local Pod", reporter: "node-a",
+		{name: "Antrea issue #8260 #1 Node → local Pod", reporter: "node-a",
 			src: hp(f.gwA, 47968), dst: hp(f.webA, 80), flowType: intra, side: flowrecord.SideBoth, srcEP: nodeEP("node-a"), dstEP: webA},
-		{name: "seed 000 #2 Node → remote Pod, source Node", reporter: "node-b",
+		{name: "Antrea issue #8260 #2 Node → remote Pod, source Node", reporter: "node-b",
 			src: hp(f.gwB, 37148), dst: hp(f.webA, 80), flowType: inter, side: flowrecord.SideSource, srcEP: nodeEP("node-b"), dstEP: pod("", "node-a")},
-		{name: "seed 000 #2 Node → remote Pod, destination Node", reporter: "node-a",
+		{name: "Antrea issue #8260 #2 Node → remote Pod, destination Node", reporter: "node-a",
 			src: hp(f.gwB, 37148), dst: hp(f.webA, 80), flowType: inter, side: flowrecord.SideDestination, srcEP: nodeEP("node-b"), dstEP: webA},
-		{name: "seed 000 #3 Node → ClusterIP → Pod", reporter: "node-a",
+		{name: "Antrea issue #8260 #3 Node → ClusterIP → Pod", reporter: "node-a",
 			src: hp(f.nodeA, 40950), origDst: hp(f.clusterIP, 80), dst: hp(f.webA, 80), snat: hp(f.gwA, 12254),
 			flowType: intra, side: flowrecord.SideBoth, srcEP: nodeEP("node-a"), dstEP: webA, service: "default/web:http"},
 	}
@@ -133,7 +133,7 @@ func moreCases(f family) []flowCase {
 	}
 }
 
-// nodePortCases are connections to the NodePort of another Node (DESIGN D3):
+// nodePortCases are connections to the NodePort of another Node (decision D3):
 // the source Node masquerades a Pod's connection to its own address, the
 // destination Node DNATs it to an endpoint. Each Node keys its half by the
 // tuple that crosses between them, node-a's address → node-b's NodePort, so
@@ -226,7 +226,7 @@ func TestClassificationTable(t *testing.T) {
 	procs := nodeProcessors(t)
 	for _, f := range families {
 		runCases(t, procs, f, antreaFindFlowTypeCases(f))
-		runCases(t, procs, f, seed000Cases(f))
+		runCases(t, procs, f, issue8260Cases(f))
 		runCases(t, procs, f, moreCases(f))
 		runCases(t, procs, f, nodePortCases(f))
 	}

@@ -39,7 +39,7 @@ type Config struct {
 	// WaitForSyncTimeout bounds that wait.
 	WaitForSyncTimeout time.Duration `mapstructure:"wait_for_sync_timeout"`
 	// DeletedPodRetention is how long a deleted or terminated Pod still names
-	// connections that started while it ran (DESIGN D7).
+	// connections that started while it ran (decision D7).
 	DeletedPodRetention time.Duration `mapstructure:"deleted_pod_retention"`
 	// ClusterUID is written to every record's resource as k8s.cluster.uid.
 	// Empty: the UID of the kube-system Namespace, read once at start.

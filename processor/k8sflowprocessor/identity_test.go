@@ -16,7 +16,7 @@ import (
 
 // Both halves of one connection must carry the same key (D3), so that the
 // gateway can pair them.
-func TestSeed000HalvesShareTheKey(t *testing.T) {
+func TestIssue8260HalvesShareTheKey(t *testing.T) {
 	procs := nodeProcessors(t)
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
@@ -26,7 +26,7 @@ func TestSeed000HalvesShareTheKey(t *testing.T) {
 				require.Empty(t, reason)
 				return r
 			}
-			seed := seed000Cases(f)
+			seed := issue8260Cases(f)
 			srcHalf, dstHalf := enrich(seed[1]), enrich(seed[2])
 			assert.Equal(t, "6|"+hp(f.gwB, 37148)+"|"+hp(f.webA, 80), srcHalf.Key)
 			assert.Equal(t, srcHalf.Key, dstHalf.Key)

@@ -77,7 +77,7 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 		return r
 	}
 	for _, f := range families {
-		seed := seed000Cases(f)
+		seed := issue8260Cases(f)
 		r := enrich(seed[0]) // Node → local Pod
 		assert.Equal(t, flowrecord.FlowTypeIntraNode, r.FlowType, f.name)
 		assert.Equal(t, "web-a", r.Destination.PodName, f.name)

@@ -72,7 +72,7 @@ func TestProcessLogs(t *testing.T) {
 
 	ld := plog.NewLogs()
 	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
-	seed := seed000Cases(v4)
+	seed := issue8260Cases(v4)
 	encode(t, sl, seed[0].record())                                                                        // Node → local Pod: kept
 	encode(t, sl, moreCases(v4)[0].record())                                                               // remote → remote: dropped
 	encode(t, sl, flowCase{reporter: "node-a", src: hp(v4.client, 1), dst: hp("10.244.2.99", 2)}.record()) // kept, 1 unresolved
@@ -119,7 +119,7 @@ func TestNodeNameFromRecord(t *testing.T) {
 	cfg := nodeConfig("")
 	cfg.Pods = PodsAll
 	p, _ := startProcessor(t, cfg, &fakeClock{t0.Add(time.Hour)}, clusterObjects()...)
-	c := seed000Cases(v4)[1] // reported by node-b
+	c := issue8260Cases(v4)[1] // reported by node-b
 	r := c.record()
 	require.Empty(t, first(p.enrich(r)))
 	assert.Equal(t, flowrecord.SideSource, r.Reporter.Side)
@@ -228,7 +228,7 @@ func TestNotSyncedYet(t *testing.T) {
 
 	batch := func() plog.Logs {
 		ld := plog.NewLogs()
-		encode(t, ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty(), seed000Cases(v4)[0].record())
+		encode(t, ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty(), issue8260Cases(v4)[0].record())
 		return ld
 	}
 	require.NoError(t, proc.ConsumeLogs(context.Background(), batch()))

@@ -13,7 +13,7 @@ import (
 
 // Reasons a record is dropped or an address stays unresolved.
 const (
-	reasonNoLocalEndpoint = "no_local_endpoint" // neither a local Pod nor this Node (DESIGN D2)
+	reasonNoLocalEndpoint = "no_local_endpoint" // neither a local Pod nor this Node (decision D2)
 	reasonNoNodeName      = "no_node_name"      // no node_name configured and none on the record
 	reasonDecodeError     = "decode_error"      // not a valid flow record
 	reasonNotSynced       = "cache_not_synced"  // Kubernetes caches not filled yet (wait_for_sync: false)

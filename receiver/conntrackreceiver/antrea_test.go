@@ -51,13 +51,13 @@ func deleteFlow(t *testing.T, netns string, f conntrack.Flow) {
 	}
 }
 
-// TestAntreaProfileSeed000 recreates, in a Node namespace, the conntrack
-// state of Antrea's host → ClusterIP connection (seed 000): the host's zone-0
+// TestAntreaProfileIssue8260 recreates, in a Node namespace, the conntrack
+// state of Antrea's host → ClusterIP connection (Antrea issue #8260): the host's zone-0
 // entry (node IP → ClusterIP, DNAT to the Pod, SNAT to the gateway) and the
 // Antrea-zone entry of the post-SNAT packet (gateway:SNAT port → Pod). The
 // connection must be reported once, under its real source, also after the
-// zone-0 entry expired first (DESIGN D5); and its final record too.
-func TestAntreaProfileSeed000(t *testing.T) {
+// zone-0 entry expired first (decision D5); and its final record too.
+func TestAntreaProfileIssue8260(t *testing.T) {
 	l := newLab(t)
 	node := l.path(l.node)
 	l.in(l.node, "ip", "addr", "add", "10.201.9.1/32", "dev", "lo") // the Node's own address
@@ -66,7 +66,7 @@ func TestAntreaProfileSeed000(t *testing.T) {
 		ext, remotePod             = "10.201.1.2", "10.244.2.7"
 	)
 	fs := createEntries(t, node,
-		// seed 000: zone 0 and the Antrea zone
+		// Antrea issue #8260: zone 0 and the Antrea zone
 		entry{proto: 6, src: nodeIP + ":40950", dst: clusterIP + ":80", rsrc: pod + ":8080", rdst: gw + ":12254"},
 		entry{proto: 6, src: gw + ":12254", dst: pod + ":8080", zone: profile.AntreaZoneV4, mark: 0x1},
 		// from external through a NodePort, SNAT to the gateway

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a real kube-apiserver and etcd from Go modules, for integration tests
-# and the testbed (DESIGN §4, reference/environment.md §2).
+# and the testbed (docs/architecture.md §4: a real kube-apiserver and etcd).
 #
 # The binaries are built in throw-away Go modules OUTSIDE the project's go.mod
 # graph (k8s.io/kubernetes never becomes a flowtel dependency) and cached in

@@ -1,5 +1,5 @@
 // Package controlplane runs a real etcd and kube-apiserver for tests
-// (DESIGN §4): token authentication, RBAC authorization, ServiceAccount
+// (architecture §4): token authentication, RBAC authorization, ServiceAccount
 // tokens through the TokenRequest API. There is no scheduler, controller
 // manager or kubelet: tests create Nodes, Pods (IPs through the status
 // subresource) and Services themselves.

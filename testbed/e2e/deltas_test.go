@@ -38,7 +38,7 @@ type exportedFlow struct {
 	originalDestination netip.AddrPort
 }
 
-// TestDeltasAddUpOverActiveTimeouts (DESIGN D10): a Pod streams to a remote
+// TestDeltasAddUpOverActiveTimeouts (decision D10): a Pod streams to a remote
 // Pod through a ClusterIP for several active timeouts of both the Nodes and
 // the gateway. At ClickHouse, IPFIX and OTLP, the deltas of every record
 // exported for the connection add up to its final totals (common, and per

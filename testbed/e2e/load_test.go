@@ -15,7 +15,7 @@ import (
 	"github.com/flowtel/flowtel/testbed/netlab"
 )
 
-// BenchmarkNodeCollector is the load run behind DESIGN §6's "node collector,
+// BenchmarkNodeCollector is the load run behind architecture §6's "node collector,
 // 10k conns, 5 s poll: ≤ 5 % of a core", at 10k and 100k connections. Node 1's
 // table holds the live connections from a local Pod to a remote one (created
 // through netlink, so the count is exact); the node collector polls every 5 s,

@@ -59,7 +59,7 @@ const (
 )
 
 // Cases is the scenario: every row of the Antrea e2e matrix that needs no
-// NetworkPolicy, plus the three seed-000 cases, in both address families where
+// NetworkPolicy, plus the three Antrea #8260 cases, in both address families where
 // the path exists in both.
 func Cases() []Case {
 	var cs []Case
@@ -85,11 +85,11 @@ func Cases() []Case {
 		Expect: Expect{FlowType: 2, SourcePod: "client-a", DestinationPod: "web-b", ServicePortName: "default/web-remote:http", CorrelationState: "paired"}})
 	add(Case{Name: "local Service access (ClusterIP)", From: "pod:client-a", To: "service:web-local", Proto: "tcp", Sport: 41005,
 		Expect: Expect{FlowType: 1, SourcePod: "client-a", DestinationPod: "web-a", ServicePortName: "default/web-local", CorrelationState: "not_required"}})
-	add(Case{Name: "seed 000: Node to local Pod", From: "node:node-1", To: "pod:web-a", Proto: "tcp", Sport: 41006,
+	add(Case{Name: "Antrea issue #8260: Node to local Pod", From: "node:node-1", To: "pod:web-a", Proto: "tcp", Sport: 41006,
 		Expect: Expect{FlowType: 1, SourceNode: "node-1", SourceKind: "node", DestinationPod: "web-a", DestinationNode: "node-1", CorrelationState: "not_required"}})
-	add(Case{Name: "seed 000: Node to remote Pod", From: "node:node-1", To: "pod:web-b", Proto: "tcp", Sport: 41007,
+	add(Case{Name: "Antrea issue #8260: Node to remote Pod", From: "node:node-1", To: "pod:web-b", Proto: "tcp", Sport: 41007,
 		Expect: Expect{FlowType: 2, SourceNode: "node-1", SourceKind: "node", DestinationPod: "web-b", DestinationNode: "node-2", CorrelationState: "paired"}})
-	add(Case{Name: "seed 000: Node to ClusterIP, SNATed by the proxy", From: "node:node-1", To: "service:web-masq", Proto: "tcp", Sport: 41008,
+	add(Case{Name: "Antrea issue #8260: Node to ClusterIP, SNATed by the proxy", From: "node:node-1", To: "service:web-masq", Proto: "tcp", Sport: 41008,
 		Expect: Expect{FlowType: 2, SourceNode: "node-1", SourceKind: "node", DestinationPod: "web-b", ServicePortName: "default/web-masq:http",
 			CorrelationState: "paired", SourceIsClient: true}})
 	add(Case{Name: "to external", From: "pod:client-a", To: "external", Proto: "tcp", Sport: 41009,
@@ -104,7 +104,7 @@ func Cases() []Case {
 			CorrelationState: "paired", SourceIsClient: true}})
 	// Another Node's NodePort, reached from node-1: node-1 masquerades a Pod to
 	// its own address, node-2 DNATs (and masquerades) it; both key on node-1 →
-	// node-2:NodePort, so it is one record (DESIGN D3).
+	// node-2:NodePort, so it is one record (decision D3).
 	add(Case{Name: "Pod to the NodePort of another Node", From: "pod:client-a", To: "nodeport:web-remote@node-2", Proto: "tcp", Sport: 41013,
 		Expect: Expect{FlowType: 2, SourcePod: "client-a", SourceNode: "node-1", DestinationPod: "web-b", DestinationNode: "node-2",
 			ServicePortName: "default/web-remote:http", CorrelationState: "paired"}})

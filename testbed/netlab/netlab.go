@@ -12,7 +12,7 @@
 //	             one veth per Pod, routed (/32, /128) with src = the gateway address
 //	             routes to other Nodes' podCIDRs via their transport address with src = the
 //	             local gateway address: host-originated traffic to Pods leaves from the
-//	             gateway address, the seed-000 condition
+//	             gateway address, the Antrea #8260 condition
 //	Pod j on i:  eth0  10.244.i.(10+j)/32    fd00:244:0:i::(10+j)/128, default via the gateway
 //	external:    eth0  192.168.77.100/24     fd00:77::100/64
 //

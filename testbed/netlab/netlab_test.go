@@ -45,7 +45,7 @@ func conntrackList(t *testing.T, ns string) string {
 }
 
 // The topology carries Pod-to-Pod, host-to-Pod (from the gateway address: the
-// seed-000 condition), ClusterIP and NodePort traffic, in both families, and
+// Antrea #8260 condition), ClusterIP and NodePort traffic, in both families, and
 // the Nodes' conntrack tables see it as a real cluster's would.
 func TestLabCarriesClusterTraffic(t *testing.T) {
 	requireRoot(t)
@@ -79,7 +79,7 @@ func TestLabCarriesClusterTraffic(t *testing.T) {
 	send(lab.External.NS, "tcp", netip.AddrPortFrom(n1.TransportV4, 30080), 41007) // external → NodePort on the other Node
 
 	ct1, ct2 := conntrackList(t, n1.NS), conntrackList(t, n2.NS)
-	// host → remote Pod leaves from the local gateway address (seed 000).
+	// host → remote Pod leaves from the local gateway address (Antrea issue #8260).
 	assert.Contains(t, ct1, fmt.Sprintf("src=%s dst=%s sport=41005 dport=8080", n1.GatewayV4, server.IPv4))
 	assert.Contains(t, ct2, fmt.Sprintf("src=%s dst=%s sport=41005 dport=8080", n1.GatewayV4, server.IPv4))
 	// Pod → ClusterIP is DNATed on the source Node; the destination Node sees the Pod tuple.

@@ -23,7 +23,7 @@ type Service struct {
 	// another Node and masquerades the client.
 	ExternalTrafficPolicyLocal bool
 	// MasqueradeHost SNATs host-originated ClusterIP traffic to the Node's gateway
-	// address with a fresh source port, as AntreaProxy does (seed 000, case 3).
+	// address with a fresh source port, as AntreaProxy does (Antrea issue #8260, case 3).
 	MasqueradeHost bool
 	Endpoints      []*Pod
 }

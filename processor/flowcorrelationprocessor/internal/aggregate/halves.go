@@ -15,7 +15,7 @@ const (
 
 // halfOf says which half r reports. The reporter's own word (Reporter.Side)
 // decides when present. Without it, the reporting Node's name, when it names
-// exactly one endpoint's Node, is unambiguous even for Node endpoints (DESIGN
+// exactly one endpoint's Node, is unambiguous even for Node endpoints (decision
 // D1), where Antrea's Pod-name predicates would read a host-network source's
 // half as the destination's. Antrea's predicates are the last resort.
 func halfOf(r *flowrecord.Record) half {
@@ -67,7 +67,7 @@ func isSource(h half) bool { return h == halfSource || h == halfRelay }
 // Denied connections never produce a second half: the source Node drops or
 // rejects on egress, or the destination Node rejects on ingress (an ingress
 // Drop still leaves a committed connection on the source Node, so it pairs).
-// Otherwise inter-Node flows (also those whose source is a Node, DESIGN D1)
+// Otherwise inter-Node flows (also those whose source is a Node, decision D1)
 // and the ingress Node's half of an SNATed from-external flow need a peer;
 // intra-Node and to-external flows, and records that see both ends, do not.
 func correlationRequired(r *flowrecord.Record, h half) bool {

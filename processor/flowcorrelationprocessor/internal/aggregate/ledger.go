@@ -2,7 +2,7 @@ package aggregate
 
 import "github.com/flowtel/flowtel/internal/flowrecord"
 
-// Why exported deltas add up to the totals (DESIGN D10).
+// Why exported deltas add up to the totals (decision D10).
 //
 // A Node's counters are cumulative and each of its exports carries the
 // total and the delta since its previous export, so an export covers the

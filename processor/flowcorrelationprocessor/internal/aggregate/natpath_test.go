@@ -12,7 +12,7 @@ import (
 )
 
 // nodePortHalves are the two halves of a connection from node-1 to node-2's
-// NodePort (DESIGN D3): the source Node masquerades a Pod client to its own
+// NodePort (decision D3): the source Node masquerades a Pod client to its own
 // address (a host client already has it) and sends to node-2:30080; node-2
 // DNATs that to pod2 and masquerades it again towards the Pod. Neither Node
 // sees the other's translation; both key on node-1:port → node-2:30080.

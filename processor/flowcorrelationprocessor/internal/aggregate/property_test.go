@@ -182,7 +182,7 @@ func sideExports(side flowrecord.Side, n int, end time.Time, rng *rand.Rand) []*
 	return out
 }
 
-// DESIGN D10: whatever the interleaving of the two Nodes' exports of a
+// decision D10: whatever the interleaving of the two Nodes' exports of a
 // connection, with reordering, duplicates, exports of the gateway in between
 // (active timeouts, a pairing timeout before the peer shows up), the deltas
 // of every record exported for it add up, exactly, to its final totals: the
@@ -285,7 +285,7 @@ func (c *propertyConn) arrivals(rng *rand.Rand, earlier []*flowrecord.Record) []
 }
 
 // check requires the deltas of recs, c's exports, to add up to c's final
-// totals, and their correlation states to be right (DESIGN D4).
+// totals, and their correlation states to be right (decision D4).
 func (c *propertyConn) check(t *testing.T, round int, recs []flowrecord.Record) {
 	t.Helper()
 	require.NotEmpty(t, recs, "round %d: no export", round)
@@ -295,7 +295,7 @@ func (c *propertyConn) check(t *testing.T, round int, recs []flowrecord.Record) 
 		dstFinal = c.dst[len(c.dst)-1]
 	}
 	requireAddsUp(t, fmt.Sprintf("round %d", round), recs, c.src[len(c.src)-1], dstFinal)
-	// DESIGN D4: what cannot pair is exported, marked unpaired; a pair is
+	// decision D4: what cannot pair is exported, marked unpaired; a pair is
 	// marked paired (a pairing timeout may export a half unpaired before
 	// its peer arrives).
 	for _, r := range recs {

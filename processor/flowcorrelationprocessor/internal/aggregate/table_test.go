@@ -107,7 +107,7 @@ func TestSingleNodeFlowsAreReadyAtOnce(t *testing.T) {
 	fromExtLocal := dstHalf(v4, flowrecord.FlowTypeFromExternal, false, flowrecord.RuleActionNone)
 	fromExtLocal.Source = flowrecord.Endpoint{Address: netip.MustParseAddr("203.0.113.9"), Port: 40000, Kind: flowrecord.EndpointExternal}
 	fromExtLocal.Reporter.Side = flowrecord.SideDestination
-	// hostNetwork → Pod on the same Node (seed 000, D1): INTRA_NODE, source Node named.
+	// hostNetwork → Pod on the same Node (Antrea issue #8260, D1): INTRA_NODE, source Node named.
 	hostLocal := base(v4, flowrecord.FlowTypeIntraNode, false)
 	hostLocal.Source = flowrecord.Endpoint{Address: netip.MustParseAddr("10.0.0.254"), Port: 1234, Kind: flowrecord.EndpointNode, NodeName: "node-2"}
 	hostLocal.Reporter = flowrecord.Reporter{NodeName: "node-2", Side: flowrecord.SideBoth}
@@ -135,7 +135,7 @@ func TestSingleNodeFlowsAreReadyAtOnce(t *testing.T) {
 
 // A Node (host network) source talking to a Pod on another Node is an
 // INTER_NODE flow with two halves; Antrea misreads its source half as a
-// destination half and deletes it (seed 000). It must pair.
+// destination half and deletes it (Antrea issue #8260). It must pair.
 func TestNodeSourcePairsWithItsPodHalf(t *testing.T) {
 	for _, withSide := range []bool{true, false} {
 		name := "reporter name only"
@@ -226,7 +226,7 @@ func TestFromExternalMergesUnderTheSNATKeyInEitherOrder(t *testing.T) {
 	}
 }
 
-// Seed 000, case 3: a host → ClusterIP connection masqueraded by the proxy on
+// Antrea issue #8260, case 3: a host → ClusterIP connection masqueraded by the proxy on
 // the source Node. The source Node reports the real client (its gateway
 // address and port) with the SNAT port; the destination Node sees only the
 // SNAT tuple. Both halves key on the SNAT tuple and pair in either order, and

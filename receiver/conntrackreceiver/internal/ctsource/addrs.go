@@ -7,7 +7,7 @@ import (
 
 // LocalAddrs returns the addresses configured on the namespace's interfaces
 // (loopback included): a connection whose original source is one of them was
-// opened by this host (DESIGN D2).
+// opened by this host (decision D2).
 func LocalAddrs(ns *Namespace) (map[netip.Addr]struct{}, error) {
 	out := make(map[netip.Addr]struct{})
 	err := ns.Do(func() error {

@@ -1,14 +1,14 @@
 // Package profile decides which conntrack entries become connections and
-// under which 5-tuple, per CNI profile (DESIGN D6):
+// under which 5-tuple, per CNI profile (decision D6):
 //
 //   - generic: the entries of the reported zones (default zone 0) as they are.
 //   - antrea: the entries of Antrea's zones (65520 IPv4, 65510 IPv6) that
 //     passed policy (ct_mark & 0xF != 0), joined with the host's zone-0 entry
 //     of the same connection (Antrea's from-external correlation), plus
-//     zone-0 entries the host itself originated (DESIGN D2).
+//     zone-0 entries the host itself originated (decision D2).
 //
 // The zone-0 ↔ CNI-zone mapping of a connection is kept for the connection's
-// life (DESIGN D5), so a connection whose zone-0 entry expired first keeps
+// life (decision D5), so a connection whose zone-0 entry expired first keeps
 // its client tuple and is never reported a second time under its post-SNAT
 // tuple.
 package profile

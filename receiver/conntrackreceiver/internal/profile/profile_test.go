@@ -168,7 +168,7 @@ func TestAntreaHostOriginatedAndUncorrelated(t *testing.T) {
 	}
 }
 
-// TestAntreaMappingOutlivesZoneZero is seed 000: host → ClusterIP, the host's
+// TestAntreaMappingOutlivesZoneZero is Antrea issue #8260: host → ClusterIP, the host's
 // zone-0 entry expires while the Antrea-zone entry lives on.
 func TestAntreaMappingOutlivesZoneZero(t *testing.T) {
 	p := mustNew(t, Config{Name: Antrea})
