@@ -4,10 +4,17 @@ GO           ?= go
 TOOLS        := $(GO) tool -modfile=internal/tools/go.mod
 OCB          := $(TOOLS) go.opentelemetry.io/collector/cmd/builder
 STATICCHECK  := $(TOOLS) honnef.co/go/tools/cmd/staticcheck
+MDATAGEN     := $(TOOLS) go.opentelemetry.io/collector/cmd/mdatagen
+METADATA     := $(shell git ls-files '*/metadata.yaml' 2>/dev/null)
 BUILD_DIR    := _build
 DISTRIBUTIONS := flowtel flowtel-node flowtel-gateway
 FUZZTIME     ?= 20s
 BENCHTIME    ?= 1s
+# Tests that need root, network namespaces, kernel conntrack or real servers
+# (ClickHouse, kube-apiserver, tshark, nfacctd, the built distributions) carry
+# `//go:build integration`: plain `go test ./...` is fast and root-free, the
+# targets below run everything.
+TAGS         := integration
 # make demo DEMO_HOLD=10m keeps the demo cluster up for queries
 DEMO_HOLD    ?= 0s
 
@@ -40,34 +47,40 @@ peers: ## Build, once per machine, the real peers the tests run (kube-apiserver,
 
 .PHONY: test
 test: deps build peers ## Unit, integration and end-to-end tests, plus a bounded fuzz run of the record codec
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -tags $(TAGS) -count=1 -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
 
+.PHONY: generate
+generate: ## Regenerate each component's metadata code, generated tests and documentation.md with mdatagen
+	@for m in $(METADATA); do $(MDATAGEN) $$m || exit 1; done
+
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck
+lint: ## gofmt, go vet, staticcheck, go.mod tidy
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
-	$(STATICCHECK) ./...
+	$(GO) vet -tags $(TAGS) ./...
+	$(STATICCHECK) -tags $(TAGS) ./...
+	@$(MAKE) --no-print-directory generate; changed=$$(git status --porcelain -- $(dir $(METADATA)) | grep -E 'generated_|documentation.md|README.md' || true); if [ -n "$$changed" ]; then echo "mdatagen output is stale (run make generate and commit):"; echo "$$changed"; exit 1; fi
+	@$(GO) mod tidy -diff > /dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 
 .PHONY: bench
 bench: ## Go benchmarks (report the numbers in the issue note); the testbed's load runs are `make load`
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $$($(GO) list ./... | grep -v /testbed/e2e)
+	$(GO) test -run '^$$' -tags $(TAGS) -bench . -benchmem -benchtime $(BENCHTIME) $$($(GO) list ./... | grep -v /testbed/e2e)
 
 .PHONY: check
 check: lint build test ## Everything CI runs: lint, build the distributions, test
 
 .PHONY: demo
 demo: deps build peers ## A mini-cluster in network namespaces with flowtel deployed: prints the flows it records (root)
-	FLOWTEL_DEMO=1 FLOWTEL_DEMO_HOLD=$(DEMO_HOLD) $(GO) test -count=1 -v -timeout 2h -run '^TestScenarios$$' ./testbed/e2e
+	FLOWTEL_DEMO=1 FLOWTEL_DEMO_HOLD=$(DEMO_HOLD) $(GO) test -tags $(TAGS) -count=1 -v -timeout 2h -run '^TestScenarios$$' ./testbed/e2e
 
 .PHONY: e2e
 e2e: deps build peers ## Only the end-to-end testbed scenarios (root)
-	$(GO) test -count=1 -v ./testbed/e2e
+	$(GO) test -tags $(TAGS) -count=1 -v ./testbed/e2e
 
 .PHONY: load
 load: deps build peers ## Testbed load runs: node collector at 10k/100k connections, gateway throughput with 1 and 3 replicas (root; results in testbed/results.md)
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./testbed/e2e
+	$(GO) test -tags $(TAGS) -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./testbed/e2e
 
 .PHONY: run
 run: $(BUILD_DIR)/flowtel ## Run the full distribution with its default configuration
