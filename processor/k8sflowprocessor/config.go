@@ -48,32 +48,33 @@ type Config struct {
 	_ struct{}
 }
 
-// Validate checks the configuration.
+// Validate checks the configuration; each error names the key, what is wrong
+// with it and how to fix it.
 func (c *Config) Validate() error {
 	var errs []error
 	switch c.Pods {
 	case PodsLocal:
 		if c.NodeName == "" {
-			errs = append(errs, fmt.Errorf("node_name is required with pods: %s (set it, or the %s environment variable, to the Node this collector runs on)", PodsLocal, NodeNameEnv))
+			errs = append(errs, fmt.Errorf("node_name: required with pods: %s (got none); set it, or the %s environment variable, to the Node this collector runs on", PodsLocal, NodeNameEnv))
 		}
 	case PodsAll:
 	default:
-		errs = append(errs, fmt.Errorf("pods: %q is not %q or %q", c.Pods, PodsLocal, PodsAll))
+		errs = append(errs, fmt.Errorf("pods: unknown scope (got %q); set %s (this Node's Pods) or %s (every Pod)", c.Pods, PodsLocal, PodsAll))
 	}
 	switch c.AuthType {
 	case k8sindex.AuthServiceAccount:
 		if c.KubeConfig != "" {
-			errs = append(errs, fmt.Errorf("kubeconfig is only used with auth_type: %s", k8sindex.AuthKubeConfig))
+			errs = append(errs, fmt.Errorf("kubeconfig: only used with auth_type: %s (got auth_type: %s); set auth_type: %s, or remove kubeconfig", k8sindex.AuthKubeConfig, c.AuthType, k8sindex.AuthKubeConfig))
 		}
 	case k8sindex.AuthKubeConfig:
 	default:
-		errs = append(errs, fmt.Errorf("auth_type: %q is not %q or %q", c.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
+		errs = append(errs, fmt.Errorf("auth_type: unknown (got %q); set %s (in a Pod) or %s", c.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
 	}
 	if c.WaitForSync && c.WaitForSyncTimeout <= 0 {
-		errs = append(errs, errors.New("wait_for_sync_timeout must be positive when wait_for_sync is true"))
+		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true (got %v); set a duration such as 1m, or wait_for_sync: false", c.WaitForSyncTimeout))
 	}
 	if c.DeletedPodRetention <= 0 {
-		errs = append(errs, errors.New("deleted_pod_retention must be positive"))
+		errs = append(errs, fmt.Errorf("deleted_pod_retention: must be positive (got %v); set a duration such as %v", c.DeletedPodRetention, k8sindex.DefaultDeletedPodRetention))
 	}
 	return errors.Join(errs...)
 }

@@ -18,31 +18,28 @@ func TestLoadConfig(t *testing.T) {
 	t.Setenv(NodeNameEnv, "env-node")
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
-
-	def := func(mut func(*Config)) *Config {
-		c := createDefaultConfig().(*Config)
-		mut(c)
-		return c
+	node := func(name string) *Config {
+		return &Config{NodeName: name, Pods: PodsLocal, AuthType: "serviceAccount", WaitForSync: true,
+			WaitForSyncTimeout: time.Minute, DeletedPodRetention: 5 * time.Minute}
 	}
+	named, slow := node("node-a"), node("node-b")
+	named.ClusterUID, slow.WaitForSyncTimeout = "3f8e2c1a-prod-eu-1", 3*time.Minute
 	tests := []struct {
 		name    string
 		want    *Config
 		wantErr string
 	}{
-		{"", def(func(c *Config) { c.NodeName = "node-a" }), ""},
-		{"gateway", def(func(c *Config) {
-			c.NodeName = "env-node"
-			c.Pods, c.PodLabels, c.AuthType, c.KubeConfig = PodsAll, true, "kubeConfig", "/etc/flowtel/kubeconfig"
-			c.WaitForSync, c.DeletedPodRetention = false, 2*time.Minute
-		}), ""},
-		{"named_cluster", def(func(c *Config) { c.NodeName, c.ClusterUID = "node-a", "3f8e2c1a-prod-eu-1" }), ""},
-		{"slow_api", def(func(c *Config) { c.NodeName, c.WaitForSyncTimeout = "node-b", 3*time.Minute }), ""},
-		{"no_node", nil, "node_name is required with pods: local"},
-		{"bad_pods", nil, `pods: "some" is not "local" or "all"`},
-		{"bad_auth", nil, `auth_type: "token" is not "serviceAccount" or "kubeConfig"`},
-		{"kubeconfig_without_kubeConfig_auth", nil, "kubeconfig is only used with auth_type: kubeConfig"},
-		{"bad_retention", nil, "deleted_pod_retention must be positive"},
-		{"bad_timeout", nil, "wait_for_sync_timeout must be positive"},
+		{name: "", want: node("node-a")},
+		{name: "gateway", want: &Config{NodeName: "env-node", Pods: PodsAll, PodLabels: true, AuthType: "kubeConfig",
+			KubeConfig: "/etc/flowtel/kubeconfig", WaitForSyncTimeout: time.Minute, DeletedPodRetention: 2 * time.Minute}},
+		{name: "named_cluster", want: named},
+		{name: "slow_api", want: slow},
+		{name: "no_node", wantErr: "node_name: required with pods: local (got none); set it, or the K8S_NODE_NAME environment variable, to the Node this collector runs on"},
+		{name: "bad_pods", wantErr: `pods: unknown scope (got "some"); set local (this Node's Pods) or all (every Pod)`},
+		{name: "bad_auth", wantErr: `auth_type: unknown (got "token"); set serviceAccount (in a Pod) or kubeConfig`},
+		{name: "kubeconfig_without_kubeConfig_auth", wantErr: "kubeconfig: only used with auth_type: kubeConfig (got auth_type: serviceAccount); set auth_type: kubeConfig, or remove kubeconfig"},
+		{name: "bad_retention", wantErr: "deleted_pod_retention: must be positive (got 0s); set a duration such as 5m0s"},
+		{name: "bad_timeout", wantErr: "wait_for_sync_timeout: must be positive when wait_for_sync is true (got 0s); set a duration such as 1m, or wait_for_sync: false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,11 +49,11 @@ func TestLoadConfig(t *testing.T) {
 			require.NoError(t, sub.Unmarshal(cfg))
 			err = confmap.Validate(cfg)
 			if tt.wantErr != "" {
-				require.ErrorContains(t, err, tt.wantErr)
+				require.EqualError(t, err, tt.wantErr)
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, cfg)
+			require.Equal(t, tt.want, cfg)
 		})
 	}
 }
@@ -73,5 +70,5 @@ func TestDefaultConfig(t *testing.T) {
 	require.NoError(t, confmap.Validate(cfg))
 
 	t.Setenv(NodeNameEnv, "")
-	require.ErrorContains(t, confmap.Validate(createDefaultConfig()), "node_name is required")
+	require.ErrorContains(t, confmap.Validate(createDefaultConfig()), "node_name: required")
 }

@@ -6,3 +6,5 @@
 // connection this Node reports (decision D2) and drops, counted, connections
 // with no local endpoint, and sets the correlation key and TraceID (decision D3).
 package k8sflowprocessor // import "github.com/flowtel/flowtel/processor/k8sflowprocessor"
+
+//go:generate go tool -modfile=../../internal/tools/go.mod go.opentelemetry.io/collector/cmd/mdatagen metadata.yaml

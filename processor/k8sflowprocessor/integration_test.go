@@ -1,10 +1,11 @@
+//go:build integration
+
 package k8sflowprocessor
 
 import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -154,13 +155,4 @@ func readClusterRole(t *testing.T) *rbacv1.ClusterRole {
 	var role rbacv1.ClusterRole
 	require.NoError(t, utilyaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&role))
 	return &role
-}
-
-// The README documents exactly the ClusterRole the integration test grants.
-func TestREADMEClusterRole(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	require.NoError(t, err)
-	role, err := os.ReadFile(filepath.Join("testdata", "clusterrole.yaml"))
-	require.NoError(t, err)
-	assert.True(t, strings.Contains(string(readme), string(role)), "README.md must contain testdata/clusterrole.yaml verbatim")
 }

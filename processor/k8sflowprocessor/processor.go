@@ -2,7 +2,6 @@ package k8sflowprocessor
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/k8sindex"
+	"github.com/flowtel/flowtel/processor/k8sflowprocessor/internal/metadata"
 )
 
 type k8sFlowProcessor struct {
@@ -22,7 +22,7 @@ type k8sFlowProcessor struct {
 	ix        *k8sindex.Index
 	client    clientFunc
 	informers *k8sindex.Informers
-	tel       *telemetry
+	tel       *metadata.TelemetryBuilder
 	cluster   k8sindex.ClusterName
 	// synced is set once every cache has been filled; before (only with
 	// wait_for_sync: false) records cannot be classified and are dropped.
@@ -37,9 +37,9 @@ func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now fu
 		PodLabels:           cfg.PodLabels,
 		DeletedPodRetention: cfg.DeletedPodRetention,
 	})
-	tel, err := newTelemetry(set.MeterProvider, ix)
+	tel, err := newTelemetry(set.TelemetrySettings, ix)
 	if err != nil {
-		return nil, fmt.Errorf("k8s_flow: telemetry: %w", err)
+		return nil, err
 	}
 	return &k8sFlowProcessor{cfg: cfg, logger: set.Logger, ix: ix, client: client, tel: tel}, nil
 }
@@ -47,15 +47,15 @@ func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now fu
 func (p *k8sFlowProcessor) start(ctx context.Context, _ component.Host) error {
 	client, err := p.client(p.cfg)
 	if err != nil {
-		return fmt.Errorf("k8s_flow: %w", err)
+		return err
 	}
 	inf, err := k8sindex.Run(ctx, p.ix, client, p.logger, p.cfg.WaitForSync, p.cfg.WaitForSyncTimeout)
 	if err != nil {
-		return fmt.Errorf("k8s_flow: %w", err)
+		return err
 	}
 	p.informers = inf
 	if err := p.cluster.Start(ctx, p.cfg.ClusterUID, p.cfg.WaitForSync, p.cfg.WaitForSyncTimeout, client, p.logger); err != nil {
-		return fmt.Errorf("k8s_flow: %w", err)
+		return err
 	}
 	p.synced.Store(inf.HasSynced())
 	p.logger.Info("Kubernetes caches started", zap.String("node", p.cfg.NodeName), zap.String("pods", p.cfg.Pods), zap.Bool("synced", p.cfg.WaitForSync))
@@ -68,7 +68,7 @@ func (p *k8sFlowProcessor) shutdown(context.Context) error {
 		p.informers.Shutdown()
 		p.informers = nil
 	}
-	p.tel.shutdown()
+	p.tel.Shutdown()
 	return nil
 }
 
@@ -144,24 +144,24 @@ func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.
 
 func (p *k8sFlowProcessor) record(ctx context.Context, c *batchCounts) {
 	t := p.tel
-	t.received.Add(ctx, c.received)
+	t.ProcessorK8sFlowRecordsReceived.Add(ctx, c.received)
 	if c.enriched > 0 {
-		t.enriched.Add(ctx, c.enriched)
+		t.ProcessorK8sFlowRecordsEnriched.Add(ctx, c.enriched)
 	}
 	if c.noLocal > 0 {
-		t.dropped.Add(ctx, c.noLocal, t.dropNoLocal)
+		t.ProcessorK8sFlowRecordsDropped.Add(ctx, c.noLocal, dropNoLocal)
 	}
 	if c.noNode > 0 {
-		t.dropped.Add(ctx, c.noNode, t.dropNoNode)
+		t.ProcessorK8sFlowRecordsDropped.Add(ctx, c.noNode, dropNoNode)
 	}
 	if c.decode > 0 {
-		t.dropped.Add(ctx, c.decode, t.dropDecode)
+		t.ProcessorK8sFlowRecordsDropped.Add(ctx, c.decode, dropDecode)
 	}
 	if c.notSynced > 0 {
-		t.dropped.Add(ctx, c.notSynced, t.dropNotSynced)
+		t.ProcessorK8sFlowRecordsDropped.Add(ctx, c.notSynced, dropNotSynced)
 	}
 	if c.unresolved > 0 {
-		t.unresolved.Add(ctx, c.unresolved, t.unknownPod)
+		t.ProcessorK8sFlowAddressesUnresolved.Add(ctx, c.unresolved, unknownPod)
 	}
 }
 

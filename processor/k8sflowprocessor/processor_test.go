@@ -3,8 +3,6 @@ package k8sflowprocessor
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -96,11 +94,11 @@ func TestProcessLogs(t *testing.T) {
 	assert.Equal(t, "6|10.244.1.1:47968|10.244.1.6:80", got.Key)
 	assert.Equal(t, flowrecord.KeyHash(got.Key), lrs.At(0).TraceID(), "TraceID is the key's hash")
 
-	assert.Equal(t, map[string]int64{"": 5}, metricValues(t, tt, "flowtel.k8s_flow.records.received"))
-	assert.Equal(t, map[string]int64{"": 2}, metricValues(t, tt, "flowtel.k8s_flow.records.enriched"))
-	assert.Equal(t, map[string]int64{reasonNoLocalEndpoint: 2, reasonDecodeError: 1}, metricValues(t, tt, "flowtel.k8s_flow.records.dropped"))
-	assert.Equal(t, map[string]int64{reasonUnknownPod: 1}, metricValues(t, tt, "flowtel.k8s_flow.addresses.unresolved"))
-	cache := metricValues(t, tt, "flowtel.k8s_flow.cache.objects")
+	assert.Equal(t, map[string]int64{"": 5}, metricValues(t, tt, "otelcol_processor_k8s_flow_records_received"))
+	assert.Equal(t, map[string]int64{"": 2}, metricValues(t, tt, "otelcol_processor_k8s_flow_records_enriched"))
+	assert.Equal(t, map[string]int64{reasonNoLocalEndpoint: 2, reasonDecodeError: 1}, metricValues(t, tt, "otelcol_processor_k8s_flow_records_dropped"))
+	assert.Equal(t, map[string]int64{reasonUnknownPod: 1}, metricValues(t, tt, "otelcol_processor_k8s_flow_addresses_unresolved"))
+	cache := metricValues(t, tt, "otelcol_processor_k8s_flow_cache_objects")
 	assert.Equal(t, int64(2), cache["pods"], "node-a's Pods, without the hostNetwork one")
 	assert.Equal(t, int64(2), cache["nodes"])
 	assert.Equal(t, int64(3), cache["services"])
@@ -129,6 +127,10 @@ func TestNodeNameFromRecord(t *testing.T) {
 	assert.Equal(t, reasonNoNodeName, first(p.enrich(r)))
 }
 
+// unreachableKubeconfig names an API server that refuses connections
+// (127.0.0.1:1); the generated lifecycle test uses it too (metadata.yaml).
+const unreachableKubeconfig = "testdata/unreachable-kubeconfig.yaml"
+
 func startErr(t *testing.T, cfg *Config, client clientFunc) error {
 	t.Helper()
 	p, err := newProcessor(processortest.NewNopSettings(metadata.Type), cfg, client, time.Now)
@@ -147,22 +149,14 @@ func TestStartErrors(t *testing.T) {
 		})
 		err := startErr(t, nodeConfig("node-a"), func(*Config) (kubernetes.Interface, error) { return cs, nil })
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), `k8s_flow: RBAC forbids "list" on endpointslices.discovery.k8s.io`)
+		assert.Contains(t, err.Error(), `RBAC forbids "list" on endpointslices.discovery.k8s.io`)
 	})
 	t.Run("API server unreachable", func(t *testing.T) {
-		kc := filepath.Join(t.TempDir(), "kubeconfig")
-		require.NoError(t, os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600))
 		cfg := nodeConfig("node-a")
-		cfg.AuthType, cfg.KubeConfig, cfg.WaitForSyncTimeout = "kubeConfig", kc, 5*time.Second
+		cfg.AuthType, cfg.KubeConfig, cfg.WaitForSyncTimeout = "kubeConfig", unreachableKubeconfig, 2*time.Second
 		err := startErr(t, cfg, newClient)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "k8s_flow: cannot list pods from the API server")
+		assert.Contains(t, err.Error(), "cannot list pods from the API server")
 		assert.Contains(t, err.Error(), "connection refused")
 
 		// Without wait_for_sync Start succeeds, the informers retry, and
@@ -181,12 +175,13 @@ current-context: c
 	})
 }
 
+// TestFactory: the default configuration with a node name creates a
+// processor that shuts down without a start (the generated tests check the
+// type and the config struct).
 func TestFactory(t *testing.T) {
 	f := NewFactory()
-	assert.Equal(t, metadata.Type, f.Type())
 	assert.Equal(t, metadata.LogsStability, f.LogsStability())
 	cfg := f.CreateDefaultConfig()
-	require.NoError(t, componenttest.CheckConfigStruct(cfg))
 	cfg.(*Config).NodeName = "node-a"
 	p, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
 	require.NoError(t, err)
@@ -233,7 +228,7 @@ func TestNotSyncedYet(t *testing.T) {
 	}
 	require.NoError(t, proc.ConsumeLogs(context.Background(), batch()))
 	assert.Equal(t, 0, sink.LogRecordCount())
-	assert.Equal(t, map[string]int64{reasonNotSynced: 1}, metricValues(t, tt, "flowtel.k8s_flow.records.dropped"))
+	assert.Equal(t, map[string]int64{reasonNotSynced: 1}, metricValues(t, tt, "otelcol_processor_k8s_flow_records_dropped"))
 
 	close(release)
 	once = true

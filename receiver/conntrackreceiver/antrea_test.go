@@ -1,3 +1,5 @@
+//go:build integration
+
 package conntrackreceiver
 
 import (
@@ -134,7 +136,7 @@ func TestAntreaProfileIssue8260(t *testing.T) {
 			t.Fatalf("a zone-0 entry that is neither the host's nor NAT'd was reported:\n%s", describe(all))
 		}
 	}
-	if h.counter("flowtel.conntrack.entries.filtered", "ct_mark") == 0 || h.counter("flowtel.conntrack.entries.filtered", "uncorrelated") == 0 {
+	if h.counter("otelcol_receiver_conntrack_entries_filtered", "ct_mark") == 0 || h.counter("otelcol_receiver_conntrack_entries_filtered", "uncorrelated") == 0 {
 		t.Fatal("filtered entries were not counted")
 	}
 }
@@ -188,7 +190,7 @@ func TestZonesAndProtocols(t *testing.T) {
 			t.Fatalf("protocols [udp, tcp] reported SCTP")
 		}
 	}
-	if h.counter("flowtel.conntrack.entries.filtered", "protocol") == 0 {
+	if h.counter("otelcol_receiver_conntrack_entries_filtered", "protocol") == 0 {
 		t.Fatal("entries left out by the protocols list were not counted")
 	}
 }

@@ -43,20 +43,20 @@ const (
 func openCheckpoint(ctx context.Context, host component.Host, ext, self component.ID) (*checkpoint, error) {
 	e, ok := host.GetExtensions()[ext]
 	if !ok {
-		return nil, fmt.Errorf("storage %q: no such extension in the service's extensions", ext)
+		return nil, fmt.Errorf("storage: no such extension in the service (got %q); configure it and list it in service.extensions", ext)
 	}
 	se, ok := e.(storage.Extension)
 	if !ok {
-		return nil, fmt.Errorf("storage %q: not a storage extension (e.g. file_storage)", ext)
+		return nil, fmt.Errorf("storage: not a storage extension (got %q); name a storage extension such as file_storage", ext)
 	}
 	client, err := se.GetClient(ctx, component.KindReceiver, self, "")
 	if err != nil {
-		return nil, fmt.Errorf("storage %q: %w", ext, err)
+		return nil, fmt.Errorf("storage: cannot get a client: %w (got %q); check the extension's configuration", err, ext)
 	}
 	w, ok := client.(storage.Walker)
 	if !ok {
 		_ = client.Close(ctx)
-		return nil, fmt.Errorf("storage %q: its client cannot list what it holds (no Walk); the receiver needs that to resume", ext)
+		return nil, fmt.Errorf("storage: its client cannot list what it holds, which resuming needs (got %q); use file_storage", ext)
 	}
 	return &checkpoint{client: client, walker: w}, nil
 }

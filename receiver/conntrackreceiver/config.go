@@ -87,26 +87,27 @@ func createDefaultConfig() *Config {
 	}
 }
 
-// Validate checks the configuration; each error names the offending key.
+// Validate checks the configuration; each error names the offending key, what
+// is wrong with it and how to fix it.
 func (c *Config) Validate() error {
 	var errs []error
 	if c.PollInterval < minPollInterval {
-		errs = append(errs, fmt.Errorf("poll_interval %v: must be at least %v", c.PollInterval, minPollInterval))
+		errs = append(errs, fmt.Errorf("poll_interval: too short (got %v); set it to %v or more", c.PollInterval, minPollInterval))
 	}
 	if c.ActiveTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("active_timeout %v: must be positive", c.ActiveTimeout))
+		errs = append(errs, fmt.Errorf("active_timeout: must be positive (got %v); set a duration such as %v", c.ActiveTimeout, defaultActiveTimeout))
 	}
 	if c.IdleTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("idle_timeout %v: must be positive", c.IdleTimeout))
+		errs = append(errs, fmt.Errorf("idle_timeout: must be positive (got %v); set a duration such as %v", c.IdleTimeout, defaultIdleTimeout))
 	}
 	if c.StaleTimeout < 0 {
-		errs = append(errs, fmt.Errorf("stale_timeout %v: must not be negative", c.StaleTimeout))
+		errs = append(errs, fmt.Errorf("stale_timeout: must not be negative (got %v); leave it unset or 0 for the default (%v, or twice the longer of active_timeout and idle_timeout)", c.StaleTimeout, defaultStaleTimeout))
 	}
 	if c.MaxConnections < 0 {
-		errs = append(errs, fmt.Errorf("max_connections %d: must not be negative (0 means no bound)", c.MaxConnections))
+		errs = append(errs, fmt.Errorf("max_connections: must not be negative (got %d); set a bound such as %d, or 0 for no bound", c.MaxConnections, defaultMaxConns))
 	}
 	if c.Events && c.MaxQueuedEvents <= 0 {
-		errs = append(errs, fmt.Errorf("max_queued_events %d: must be positive when events are on", c.MaxQueuedEvents))
+		errs = append(errs, fmt.Errorf("max_queued_events: must be positive when events are on (got %d); set a bound such as %d, or events: false", c.MaxQueuedEvents, defaultMaxQueuedEvents))
 	}
 	if _, err := c.protocolNumbers(); err != nil {
 		errs = append(errs, err)
@@ -115,7 +116,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if c.NetNS != "" && !strings.HasPrefix(c.NetNS, "/") {
-		errs = append(errs, fmt.Errorf("netns %q: must be an absolute path such as /var/run/netns/<name>", c.NetNS))
+		errs = append(errs, fmt.Errorf("netns: must be an absolute path (got %q); use a path such as /var/run/netns/<name> or /proc/<pid>/ns/net, or leave it empty for the collector's own namespace", c.NetNS))
 	}
 	return errors.Join(errs...)
 }
@@ -131,7 +132,7 @@ func (c *Config) protocolNumbers() ([]uint8, error) {
 		n := strings.ToLower(strings.TrimSpace(name))
 		p, ok := flowrecord.ProtocolNumber(n)
 		if !ok || (n != "tcp" && n != "udp" && n != "sctp") {
-			return nil, fmt.Errorf("protocols: %q is not a protocol this receiver filters on (want tcp, udp or sctp)", name)
+			return nil, fmt.Errorf("protocols: not a protocol this receiver filters on (got %q); list only tcp, udp or sctp, or leave protocols unset for all", name)
 		}
 		out = append(out, p)
 	}

@@ -2,119 +2,109 @@ package conntrackreceiver
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
 )
 
-func loadConfig(t *testing.T, name string) (*Config, error) {
-	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := createDefaultConfig()
-	if err := sub.Unmarshal(cfg); err != nil {
-		return cfg, err
-	}
-	return cfg, confmap.Validate(cfg)
-}
-
-func TestConfigDefaults(t *testing.T) {
+func TestLoadConfig(t *testing.T) {
 	t.Setenv(nodeNameEnv, "from-env")
-	cfg, err := loadConfig(t, "")
-	if err != nil {
-		t.Fatal(err)
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	defaults := func(mut func(*Config)) *Config {
+		c := &Config{PollInterval: 5 * time.Second, ActiveTimeout: 5 * time.Second, IdleTimeout: 15 * time.Second,
+			Profile: "generic", Events: true, MaxQueuedEvents: 100_000, MaxConnections: 1_000_000, NodeName: "from-env"}
+		mut(c)
+		return c
 	}
-	if cfg.PollInterval != 5*time.Second || cfg.ActiveTimeout != 5*time.Second || cfg.IdleTimeout != 15*time.Second ||
-		cfg.Profile != "generic" || cfg.Protocols != nil || !cfg.Events || cfg.MaxQueuedEvents != 100_000 || cfg.NetNS != "" || cfg.MaxConnections != 1_000_000 ||
-		cfg.NodeName != "from-env" {
-		t.Fatalf("defaults: %+v", cfg)
+	storage := component.MustNewIDWithName("file_storage", "conntrack")
+	tests := []struct {
+		name    string
+		want    *Config
+		wantErr string
+	}{
+		{name: "", want: defaults(func(*Config) {})},
+		{name: "antrea", want: &Config{PollInterval: 10 * time.Second, ActiveTimeout: 30 * time.Second, IdleTimeout: time.Minute,
+			Protocols: []string{"tcp", "udp"}, Profile: "antrea", NetNS: "/var/run/netns/node-1", Events: true,
+			MaxQueuedEvents: 100_000, MaxConnections: 50000, Storage: &storage, NodeName: "node-1"}},
+		// protocols: [] means none: empty, not nil (unset, all protocols).
+		{name: "none", want: defaults(func(c *Config) { c.Protocols = []string{} })},
+		{name: "zones", want: defaults(func(c *Config) { c.Zones, c.StaleTimeout = []uint16{0, 7}, time.Minute })},
+		{name: "raised", want: defaults(func(c *Config) {
+			c.PollInterval, c.ActiveTimeout, c.IdleTimeout = 10*time.Second, 2*time.Second, 3*time.Second
+		})},
+		// events: false needs no event queue.
+		{name: "no_events", want: defaults(func(c *Config) { c.Events, c.MaxQueuedEvents = false, 0 })},
+
+		{name: "bad_protocol", wantErr: `protocols: not a protocol this receiver filters on (got "icmp"); list only tcp, udp or sctp, or leave protocols unset for all`},
+		{name: "bad_profile", wantErr: `profile: unknown (got "calico"); set generic (zone 0, any CNI) or antrea`},
+		{name: "bad_poll", wantErr: "poll_interval: too short (got 100ms); set it to 1s or more"},
+		{name: "bad_active", wantErr: "active_timeout: must be positive (got 0s); set a duration such as 5s"},
+		{name: "bad_idle", wantErr: "idle_timeout: must be positive (got -1s); set a duration such as 15s"},
+		{name: "bad_stale", wantErr: "stale_timeout: must not be negative (got -1s); leave it unset or 0 for the default (5m0s, or twice the longer of active_timeout and idle_timeout)"},
+		{name: "antrea_zone0", wantErr: "zones: the antrea profile reads zone 0 for correlation on its own (got [0 65520]); list only the CNI zones, or leave zones unset for 65520 and 65510"},
+		{name: "bad_netns", wantErr: `netns: must be an absolute path (got "var/run/netns/x"); use a path such as /var/run/netns/<name> or /proc/<pid>/ns/net, or leave it empty for the collector's own namespace`},
+		{name: "bad_max", wantErr: "max_connections: must not be negative (got -1); set a bound such as 1000000, or 0 for no bound"},
+		{name: "bad_queue", wantErr: "max_queued_events: must be positive when events are on (got 0); set a bound such as 100000, or events: false"},
 	}
-	if a, i, s := cfg.timeouts(); a != 5*time.Second || i != 15*time.Second || s != 5*time.Minute {
-		t.Fatalf("timeouts %v %v %v", a, i, s)
-	}
-	if err := componenttest.CheckConfigStruct(cfg); err != nil {
-		t.Fatal(err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := createDefaultConfig()
+			sub, err := cm.Sub(component.NewIDWithName(metadata.Type, tt.name).String())
+			require.NoError(t, err)
+			require.NoError(t, sub.Unmarshal(cfg))
+			err = confmap.Validate(cfg)
+			if tt.wantErr != "" {
+				require.EqualError(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, cfg)
+		})
 	}
 }
 
-func TestConfigNamedInstances(t *testing.T) {
-	cfg, err := loadConfig(t, "antrea")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Profile != "antrea" || cfg.PollInterval != 10*time.Second || cfg.ActiveTimeout != 30*time.Second || cfg.IdleTimeout != time.Minute ||
-		len(cfg.Protocols) != 2 || cfg.NetNS != "/var/run/netns/node-1" || !cfg.Events || cfg.MaxConnections != 50000 || cfg.NodeName != "node-1" {
-		t.Fatalf("antrea: %+v", cfg)
-	}
-	if cfg.Storage == nil || cfg.Storage.String() != "file_storage/conntrack" {
-		t.Fatalf("storage %v", cfg.Storage)
-	}
-	if p, _ := cfg.protocolNumbers(); len(p) != 2 || p[0] != 6 || p[1] != 17 {
-		t.Fatalf("protocols %v", p)
-	}
-
-	if cfg, err = loadConfig(t, "no_events"); err != nil || cfg.Events {
-		t.Fatalf("events: false needs no event queue: %v %+v", err, cfg)
-	}
-
-	cfg, err = loadConfig(t, "none")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p, _ := cfg.protocolNumbers(); p == nil || len(p) != 0 {
-		t.Fatalf("protocols: [] must mean none (empty, not nil), got %#v", p)
-	}
-
-	cfg, err = loadConfig(t, "zones")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.Zones) != 2 || cfg.Zones[1] != 7 {
-		t.Fatalf("zones %v", cfg.Zones)
-	}
-	if _, _, s := cfg.timeouts(); s != time.Minute {
-		t.Fatalf("stale %v", s)
-	}
-
-	cfg, err = loadConfig(t, "raised")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a, i, s := cfg.timeouts(); a != 10*time.Second || i != 10*time.Second || s != 5*time.Minute {
-		t.Fatalf("timeouts below the poll interval must be raised to it: %v %v %v", a, i, s)
-	}
-	cfg.ActiveTimeout, cfg.IdleTimeout = 10*time.Minute, 7*time.Minute
-	if _, _, s := cfg.timeouts(); s != 20*time.Minute {
-		t.Fatalf("stale must be 2 × max(active, idle) above 5m, got %v", s)
-	}
-}
-
-func TestConfigInvalid(t *testing.T) {
-	for name, want := range map[string]string{
-		"bad_protocol": `protocols: "icmp"`,
-		"bad_profile":  `profile "calico" is unknown`,
-		"bad_poll":     "poll_interval 100ms: must be at least 1s",
-		"antrea_zone0": "zone 0",
-		"bad_netns":    "netns \"var/run/netns/x\": must be an absolute path",
-		"bad_max":      "max_connections -1",
-		"bad_queue":    "max_queued_events 0: must be positive",
+func TestTimeouts(t *testing.T) {
+	for _, tt := range []struct {
+		name                string
+		mut                 func(*Config)
+		active, idle, stale time.Duration
+	}{
+		{"defaults", func(*Config) {}, 5 * time.Second, 15 * time.Second, 5 * time.Minute},
+		{"stale set", func(c *Config) { c.StaleTimeout = time.Minute }, 5 * time.Second, 15 * time.Second, time.Minute},
+		{"raised to the poll interval", func(c *Config) {
+			c.PollInterval, c.ActiveTimeout, c.IdleTimeout = 10*time.Second, 2*time.Second, 3*time.Second
+		}, 10 * time.Second, 10 * time.Second, 5 * time.Minute},
+		{"stale 2 × max(active, idle) above 5m", func(c *Config) {
+			c.ActiveTimeout, c.IdleTimeout = 10*time.Minute, 7*time.Minute
+		}, 10 * time.Minute, 7 * time.Minute, 20 * time.Minute},
 	} {
-		_, err := loadConfig(t, name)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want one containing %q", name, err, want)
-		}
+		cfg := createDefaultConfig()
+		tt.mut(cfg)
+		a, i, s := cfg.timeouts()
+		require.Equal(t, []time.Duration{tt.active, tt.idle, tt.stale}, []time.Duration{a, i, s}, tt.name)
+	}
+}
+
+func TestProtocolNumbers(t *testing.T) {
+	for _, tt := range []struct {
+		protocols []string
+		want      []uint8
+	}{
+		{[]string{"tcp", "UDP "}, []uint8{6, 17}},
+		{[]string{}, []uint8{}}, // none
+		{nil, nil},              // all
+	} {
+		cfg := createDefaultConfig()
+		cfg.Protocols = tt.protocols
+		p, err := cfg.protocolNumbers()
+		require.NoError(t, err)
+		require.Equal(t, tt.want, p, "protocols %#v", tt.protocols)
 	}
 }

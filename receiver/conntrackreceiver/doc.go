@@ -4,4 +4,6 @@
 // LogRecord) per connection export, with Antrea Flow Exporter's semantics:
 // active and idle timeouts, deltas since the previous export, end reasons,
 // NAT details, and the antrea profile's zone-0 correlation.
-package conntrackreceiver
+package conntrackreceiver // import "github.com/flowtel/flowtel/receiver/conntrackreceiver"
+
+//go:generate go tool -modfile=../../internal/tools/go.mod go.opentelemetry.io/collector/cmd/mdatagen metadata.yaml

@@ -1,3 +1,5 @@
+//go:build integration
+
 package conntrackreceiver
 
 import (
@@ -58,7 +60,7 @@ func TestEventsReportConnectionsBetweenPolls(t *testing.T) {
 			r.Stats.PacketDelta != 3 || r.OriginalDestinationPort != 53 || r.Destination.Port != 5353 || r.ProxySNATPort == 0 {
 			t.Fatalf("want one end-of-flow record with the final counters (3 packets, %d bytes):\n%s", 3*(50+28), describe(rs))
 		}
-		if h.counter("flowtel.conntrack.events", "applied") == 0 {
+		if h.counter("otelcol_receiver_conntrack_events", "applied") == 0 {
 			t.Fatal("applied events not counted")
 		}
 		h.stop()
@@ -88,7 +90,7 @@ func TestEventQueueIsBoundedAndCountsWhatItSheds(t *testing.T) {
 		}
 	}
 	h := &harness{t: t, tel: tel}
-	if len(r.evPending) != 10 || h.counter("flowtel.conntrack.events", "queue_full") != 5 {
-		t.Fatalf("queued %d, queue_full %d: want 10 queued and 5 shed", len(r.evPending), h.counter("flowtel.conntrack.events", "queue_full"))
+	if len(r.evPending) != 10 || h.counter("otelcol_receiver_conntrack_events", "queue_full") != 5 {
+		t.Fatalf("queued %d, queue_full %d: want 10 queued and 5 shed", len(r.evPending), h.counter("otelcol_receiver_conntrack_events", "queue_full"))
 	}
 }

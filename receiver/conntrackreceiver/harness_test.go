@@ -1,3 +1,5 @@
+//go:build integration
+
 package conntrackreceiver
 
 import (
@@ -23,18 +25,6 @@ type harness struct {
 	rcv  receiver.Logs
 	sink *consumertest.LogsSink
 	tel  *componenttest.Telemetry
-}
-
-// testConfig is a fast configuration for tests: a 200 ms poll (below the
-// 1 s Validate floor, which only user configurations go through).
-func testConfig(netns string) *Config {
-	cfg := createDefaultConfig()
-	cfg.NetNS = netns
-	cfg.PollInterval = 200 * time.Millisecond
-	cfg.ActiveTimeout = time.Second
-	cfg.IdleTimeout = 2 * time.Second
-	cfg.NodeName = "node-a"
-	return cfg
 }
 
 func startReceiver(t *testing.T, cfg *Config) *harness {

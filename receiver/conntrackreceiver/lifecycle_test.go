@@ -1,9 +1,13 @@
+//go:build integration
+
 package conntrackreceiver
 
 import (
 	"context"
 	"io"
 	"net"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +18,27 @@ import (
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
+
+// TestLifecycle starts and stops the receiver with events on: Shutdown must
+// stop every goroutine (the generated TestMain runs goleak). It also enables counters and
+// timestamps in the namespace it reads.
+func TestLifecycle(t *testing.T) {
+	l := newLab(t)
+	l.in(l.node, "sysctl", "-qw", "net.netfilter.nf_conntrack_acct=0", "net.netfilter.nf_conntrack_timestamp=0")
+	cfg := testConfig(l.path(l.node))
+	cfg.Events = true
+	h := startReceiver(t, cfg)
+	h.stop()
+	for _, k := range []string{"nf_conntrack_acct", "nf_conntrack_timestamp"} {
+		out, err := exec.Command("ip", "netns", "exec", l.node, "sysctl", "-n", "net.netfilter."+k).Output()
+		if err != nil || strings.TrimSpace(string(out)) != "1" {
+			t.Fatalf("%s = %q (%v) after Start, want 1", k, out, err)
+		}
+	}
+	if h.counter("otelcol_receiver_conntrack_table_max", "") <= 0 {
+		t.Fatal("nf_conntrack_max not reported")
+	}
+}
 
 // TestShutdownFlushes: what the receiver holds but has not exported when it
 // stops is exported by Shutdown, counted: the delta of a live connection
@@ -62,7 +87,7 @@ func TestShutdownFlushes(t *testing.T) {
 			if len(rs) != 1 || rs[0].EndReason != flowrecord.EndReasonEndOfFlow || rs[0].Stats.PacketTotal != 3 || rs[0].Stats.PacketDelta != 3 {
 				t.Fatalf("want one end-of-flow record of the gone connection with its 3 packets:\n%s", describe(rs))
 			}
-			if n, e := h.counter("flowtel.conntrack.records.flushed", "live"), h.counter("flowtel.conntrack.records.flushed", "end_of_flow"); n != 1 || e != int64(1-endedBefore) {
+			if n, e := h.counter("otelcol_receiver_conntrack_records_flushed", "live"), h.counter("otelcol_receiver_conntrack_records_flushed", "end_of_flow"); n != 1 || e != int64(1-endedBefore) {
 				t.Fatalf("flushed counted live %d end_of_flow %d, want 1 and %d", n, e, 1-endedBefore)
 			}
 		})
@@ -100,11 +125,11 @@ func TestRestartResumesFromStorage(t *testing.T) {
 			write(3000) // while no receiver runs
 			h2 := startWithStorage(t, cfg, dir)
 			deadline := time.Now().Add(5 * time.Second)
-			for h2.counter("flowtel.conntrack.resume.connections", "resumed") == 0 && time.Now().Before(deadline) {
+			for h2.counter("otelcol_receiver_conntrack_resume_connections", "resumed") == 0 && time.Now().Before(deadline) {
 				time.Sleep(50 * time.Millisecond) // the first poll resumes
 			}
-			if n := h2.counter("flowtel.conntrack.resume.connections", "resumed"); n != 1 {
-				t.Fatalf("resumed %d connections, want 1 (ended %d, storage errors %d)", n, h2.counter("flowtel.conntrack.resume.connections", "ended"), h2.counter("flowtel.conntrack.netlink.errors", "storage"))
+			if n := h2.counter("otelcol_receiver_conntrack_resume_connections", "resumed"); n != 1 {
+				t.Fatalf("resumed %d connections, want 1 (ended %d, storage errors %d)", n, h2.counter("otelcol_receiver_conntrack_resume_connections", "ended"), h2.counter("otelcol_receiver_conntrack_netlink_errors", "storage"))
 			}
 			h2.waitFor("a record of the second run", fromPort(client), hasReason(flowrecord.EndReasonActiveTimeout))
 			c.Close()

@@ -1,3 +1,5 @@
+//go:build integration
+
 package conntrackreceiver
 
 import (
@@ -39,13 +41,13 @@ func TestNothingLostSilently(t *testing.T) {
 	h := &harness{t: t, rcv: rcv, tel: tel}
 	t.Cleanup(h.stop)
 	deadline := time.Now().Add(10 * time.Second)
-	for h.counter("flowtel.conntrack.records.dropped", "consumer_error") < 2 {
+	for h.counter("otelcol_receiver_conntrack_records_dropped", "consumer_error") < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("refused records were not counted as dropped")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if shed := h.counter("flowtel.conntrack.connections.shed", "max_connections"); shed < 1 {
+	if shed := h.counter("otelcol_receiver_conntrack_connections_shed", "max_connections"); shed < 1 {
 		t.Fatalf("shed %d, want the third connection counted", shed)
 	}
 	if n := h.counter("otelcol_receiver_refused_log_records", ""); n < 2 {

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
@@ -41,7 +42,7 @@ type conntrackReceiver struct {
 	set    receiver.Settings
 	next   consumer.Logs
 	obs    *receiverhelper.ObsReport
-	tel    *telemetry
+	tel    *metadata.TelemetryBuilder
 	logger *zap.Logger
 	node   string
 
@@ -89,7 +90,7 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*connt
 	if err != nil {
 		return nil, err
 	}
-	tel, err := newTelemetry(set.MeterProvider)
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
@@ -136,12 +137,12 @@ func (r *conntrackReceiver) Start(ctx context.Context, host component.Host) (err
 		return err
 	}
 	if errs := ctsource.EnableAccounting(r.ns); len(errs) > 0 {
-		r.tel.errs.Add(context.Background(), 1, reason("sysctl"))
+		r.tel.ReceiverConntrackNetlinkErrors.Add(context.Background(), 1, failedSysctl)
 		r.logger.Warn("could not enable conntrack accounting/timestamps; records may lack counters or start times",
 			zap.String("netns", r.cfg.NetNS), zap.Error(errors.Join(errs...)))
 	}
 	if m, err := ctsource.TableMax(r.ns); err == nil {
-		r.tel.tableMax.Record(context.Background(), m)
+		r.tel.ReceiverConntrackTableMax.Record(context.Background(), m)
 	} else {
 		r.logger.Warn("could not read nf_conntrack_max", zap.Error(err))
 	}
@@ -172,10 +173,10 @@ func (r *conntrackReceiver) resume(ctx context.Context, host component.Host) err
 	r.ckpt = ckpt
 	saved, bad, err := ckpt.load(ctx)
 	if err != nil {
-		return fmt.Errorf("storage %q: read the connections the previous run exported: %w", *r.cfg.Storage, err)
+		return fmt.Errorf("storage: cannot read the connections the previous run exported: %w (got %q); check the extension's storage, or remove storage to start from scratch", err, *r.cfg.Storage)
 	}
 	if bad > 0 {
-		r.tel.errs.Add(ctx, int64(bad), reason("storage"))
+		r.tel.ReceiverConntrackNetlinkErrors.Add(ctx, int64(bad), failedStorage)
 		r.logger.Warn("storage held entries this receiver cannot read; they were removed", zap.Int("count", bad))
 	}
 	r.store.Resume(saved)
@@ -226,8 +227,8 @@ func (r *conntrackReceiver) flush(ctx context.Context) {
 			live++
 		}
 	}
-	r.tel.flushed.Add(ctx, live, reason("live"))
-	r.tel.flushed.Add(ctx, ended, reason("end_of_flow"))
+	r.tel.ReceiverConntrackRecordsFlushed.Add(ctx, live, flushedLive)
+	r.tel.ReceiverConntrackRecordsFlushed.Add(ctx, ended, flushedEndOfFlow)
 	r.sendAll(ctx, r.exports, now)
 	r.logger.Info("conntrack receiver flushed at shutdown", zap.Int64("live", live), zap.Int64("end_of_flow", ended))
 }
@@ -270,7 +271,7 @@ func (r *conntrackReceiver) pollOnce(ctx context.Context) {
 	if local, err := ctsource.LocalAddrs(r.ns); err == nil {
 		r.local = local
 	} else {
-		r.tel.errs.Add(ctx, 1, reason("addresses"))
+		r.tel.ReceiverConntrackNetlinkErrors.Add(ctx, 1, failedAddresses)
 		r.logger.Warn("could not list the namespace's addresses; keeping the previous list", zap.Error(err))
 	}
 	if err := r.dump(now); err != nil {
@@ -279,8 +280,8 @@ func (r *conntrackReceiver) pollOnce(ctx context.Context) {
 		r.endResume(ctx)
 		r.export(ctx, now)
 	}
-	r.tel.connections.Record(ctx, int64(r.store.Len()))
-	r.tel.pollTime.Record(ctx, time.Since(began).Seconds())
+	r.tel.ReceiverConntrackConnections.Record(ctx, int64(r.store.Len()))
+	r.tel.ReceiverConntrackPollDuration.Record(ctx, time.Since(began).Seconds())
 }
 
 // dump reads every polled zone into the store. On a netlink error the poll
@@ -290,7 +291,7 @@ func (r *conntrackReceiver) dump(now time.Time) error {
 	if r.src == nil {
 		src, err := ctsource.Dial(r.ns)
 		if err != nil {
-			r.tel.errs.Add(ctx, 1, reason("dump"))
+			r.tel.ReceiverConntrackNetlinkErrors.Add(ctx, 1, failedDump)
 			return err
 		}
 		r.src = src
@@ -303,9 +304,9 @@ func (r *conntrackReceiver) dump(now time.Time) error {
 		flows, err := r.src.DumpZone(zone)
 		if err != nil {
 			if ctsource.IsNoBufs(err) {
-				r.tel.errs.Add(ctx, 1, reason("enobufs"))
+				r.tel.ReceiverConntrackNetlinkErrors.Add(ctx, 1, failedENOBUFS)
 			} else {
-				r.tel.errs.Add(ctx, 1, reason("dump"))
+				r.tel.ReceiverConntrackNetlinkErrors.Add(ctx, 1, failedDump)
 			}
 			// A fresh socket for the next poll: the failed one may hold the
 			// rest of the dump.
@@ -321,10 +322,10 @@ func (r *conntrackReceiver) dump(now time.Time) error {
 	}
 	ps := r.prof.End(r.observeFn)
 	st := r.store.EndPoll()
-	r.tel.entries.Record(ctx, int64(entries))
+	r.tel.ReceiverConntrackEntries.Record(ctx, int64(entries))
 	r.countFiltered(ctx, ps)
 	if st.Stale > 0 {
-		r.tel.dropped.Add(ctx, int64(st.Stale), reason("stale"))
+		r.tel.ReceiverConntrackRecordsDropped.Add(ctx, int64(st.Stale), droppedStale)
 		r.logger.Warn("gone connections removed before their final record was exported", zap.Int("count", st.Stale))
 	}
 	r.noteShed(ctx, r.pollShed, now)
@@ -340,10 +341,10 @@ func (r *conntrackReceiver) observe(c *store.Conn) {
 func (r *conntrackReceiver) countFiltered(ctx context.Context, ps profile.Stats) {
 	for _, f := range []struct {
 		n      int
-		reason string
-	}{{ps.WrongZone, "wrong_zone"}, {ps.Protocol, "protocol"}, {ps.CTMark, "ct_mark"}, {ps.Uncorrelated, "uncorrelated"}} {
+		reason metric.MeasurementOption
+	}{{ps.WrongZone, filteredWrongZone}, {ps.Protocol, filteredProtocol}, {ps.CTMark, filteredCTMark}, {ps.Uncorrelated, filteredUncorrelated}} {
 		if f.n > 0 {
-			r.tel.filtered.Add(ctx, int64(f.n), reason(f.reason))
+			r.tel.ReceiverConntrackEntriesFiltered.Add(ctx, int64(f.n), f.reason)
 		}
 	}
 }
@@ -352,7 +353,7 @@ func (r *conntrackReceiver) noteShed(ctx context.Context, n int, now time.Time) 
 	if n == 0 {
 		return
 	}
-	r.tel.shed.Add(ctx, int64(n), reason("max_connections"))
+	r.tel.ReceiverConntrackConnectionsShed.Add(ctx, int64(n), shedMaxConnections)
 	if now.Sub(r.lastShedLog) >= shedLogInterval {
 		r.lastShedLog = now
 		r.logger.Warn("connection store full: new connections are not tracked",
@@ -369,8 +370,8 @@ func (r *conntrackReceiver) endResume(ctx context.Context) {
 	}
 	r.resuming = false
 	resumed, ended := r.store.EndResume()
-	r.tel.resumed.Add(ctx, int64(resumed), reason("resumed"))
-	r.tel.resumed.Add(ctx, int64(len(ended)), reason("ended"))
+	r.tel.ReceiverConntrackResumeConnections.Add(ctx, int64(resumed), resumeResumed)
+	r.tel.ReceiverConntrackResumeConnections.Add(ctx, int64(len(ended)), resumeEnded)
 	r.ckpt.forget(ended)
 	r.logger.Info("resumed from storage", zap.Int("resumed", resumed), zap.Int("ended_while_stopped", len(ended)))
 }
@@ -391,7 +392,7 @@ func (r *conntrackReceiver) sendAll(ctx context.Context, xs []store.Export, now 
 		}
 	}
 	if err := r.ckpt.commit(ctx); err != nil {
-		r.tel.errs.Add(ctx, 1, reason("storage"))
+		r.tel.ReceiverConntrackNetlinkErrors.Add(ctx, 1, failedStorage)
 		r.logger.Warn("could not save the exported connections to storage; after a restart their next delta may repeat what was sent", zap.Error(err))
 	}
 }
@@ -415,11 +416,11 @@ func (r *conntrackReceiver) send(ctx context.Context, xs []store.Export, now tim
 	err := r.next.ConsumeLogs(octx, ld)
 	r.obs.EndLogsOp(octx, "conntrack", len(xs), err)
 	if err != nil {
-		r.tel.dropped.Add(ctx, int64(len(xs)), reason("consumer_error"))
+		r.tel.ReceiverConntrackRecordsDropped.Add(ctx, int64(len(xs)), droppedConsumerError)
 		r.logger.Warn("next consumer refused flow records", zap.Int("records", len(xs)), zap.Error(err))
 		return false
 	}
-	r.tel.emitted.Add(ctx, int64(len(xs)))
+	r.tel.ReceiverConntrackRecordsEmitted.Add(ctx, int64(len(xs)))
 	return true
 }
 
@@ -466,9 +467,9 @@ func (r *conntrackReceiver) runEvents(ctx context.Context, ev *ctsource.Events) 
 			return
 		}
 		if ctsource.IsNoBufs(err) {
-			r.tel.errs.Add(ctx, 1, reason("enobufs"))
+			r.tel.ReceiverConntrackNetlinkErrors.Add(ctx, 1, failedENOBUFS)
 		} else {
-			r.tel.errs.Add(ctx, 1, reason("events"))
+			r.tel.ReceiverConntrackNetlinkErrors.Add(ctx, 1, failedEvents)
 		}
 		r.logger.Warn("conntrack event socket failed; re-subscribing", zap.Error(err))
 		for {
@@ -480,7 +481,7 @@ func (r *conntrackReceiver) runEvents(ctx context.Context, ev *ctsource.Events) 
 			if ev, err = ctsource.ListenDestroy(r.ns); err == nil {
 				break
 			}
-			r.tel.errs.Add(ctx, 1, reason("events"))
+			r.tel.ReceiverConntrackNetlinkErrors.Add(ctx, 1, failedEvents)
 		}
 	}
 }
@@ -498,7 +499,7 @@ func (r *conntrackReceiver) queueEvent(f *conntrack.Flow) {
 	}
 	r.evMu.Unlock()
 	if full {
-		r.tel.events.Add(context.Background(), 1, reason("queue_full"))
+		r.tel.ReceiverConntrackEvents.Add(context.Background(), 1, eventQueueFull)
 		return
 	}
 	if n+1 == r.evWakeAt {
@@ -535,12 +536,12 @@ func (r *conntrackReceiver) applyEvents(ctx context.Context) {
 	}
 	for _, o := range []struct {
 		n int
-		r string
-	}{{applied, "applied"}, {ignored, "ignored"}, {ended, "already_ended"}, {shed, "shed"}} {
+		r metric.MeasurementOption
+	}{{applied, eventApplied}, {ignored, eventIgnored}, {ended, eventAlreadyEnded}, {shed, eventShed}} {
 		if o.n > 0 {
-			r.tel.events.Add(ctx, int64(o.n), reason(o.r))
+			r.tel.ReceiverConntrackEvents.Add(ctx, int64(o.n), o.r)
 		}
 	}
 }
 
-var errNilConsumer = fmt.Errorf("nil next consumer")
+var errNilConsumer = errors.New("nil next consumer")

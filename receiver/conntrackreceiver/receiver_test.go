@@ -1,23 +1,21 @@
+//go:build integration
+
 package conntrackreceiver
 
 import (
 	"io"
 	"net"
 	"net/netip"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mdlayher/netlink"
 	"github.com/ti-mo/conntrack"
-	"go.uber.org/goleak"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type family struct {
 	name                          string
@@ -243,29 +241,4 @@ func dialCT(t *testing.T, netns string) *conntrack.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-func TestStartFailsWithClearErrors(t *testing.T) {
-	requireRoot(t)
-	for _, tc := range []struct{ netns, want string }{
-		{"/var/run/netns/flowtel-does-not-exist", "ip netns add"},
-		{"/etc/hostname", "not a network namespace"},
-	} {
-		cfg := testConfig(tc.netns)
-		set := receivertestSettings(t)
-		if _, err := NewFactory().CreateLogs(t.Context(), set, cfg, nil); err == nil {
-			t.Fatal("nil consumer accepted")
-		}
-		rcv, err := NewFactory().CreateLogs(t.Context(), set, cfg, new(sinkNop))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = rcv.Start(t.Context(), nil)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.netns) {
-			t.Fatalf("netns %s: Start error %v, want one naming the path and saying %q", tc.netns, err, tc.want)
-		}
-		if err := rcv.Shutdown(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

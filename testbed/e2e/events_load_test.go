@@ -64,7 +64,7 @@ func benchmarkNodeCollectorEvents(b *testing.B, rate int, events, storage bool) 
 	rss, err := node.RSS()
 	require.NoError(b, err)
 	b.ReportMetric(float64(rss)/(1<<20), "rss-MB")
-	m, err := node.Metrics("flowtel_conntrack_events")
+	m, err := node.Metrics("otelcol_receiver_conntrack_events")
 	require.NoError(b, err)
 	for k, v := range m {
 		if strings.Contains(k, "queue_full") && v > 0 {

@@ -74,7 +74,7 @@ func TestNodeCollectorRestart(t *testing.T) {
 		"node-1's deltas add up to %d/%d bytes %d/%d packets, its totals are %d/%d bytes %d/%d packets:\n%s",
 		sum, rsum, psum, rpsum, last.Stats.OctetTotal, last.ReverseStats.OctetTotal, last.Stats.PacketTotal, last.ReverseStats.PacketTotal, describeRecords(rs))
 	require.True(t, sum >= restartBytes && sum <= restartBytes+80*psum, "%d bytes over %d packets for the %d bytes sent", sum, psum, restartBytes)
-	m, err := b.nodes[0].Metrics("flowtel_conntrack_resume_connections")
+	m, err := b.nodes[0].Metrics("otelcol_receiver_conntrack_resume_connections")
 	require.NoError(t, err)
 	require.Positive(t, sumSamples(m, `reason="resumed"`), "the restarted collector resumed nothing: %v", m)
 

@@ -2,7 +2,6 @@ package ctsource
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/ti-mo/conntrack"
 	"github.com/ti-mo/netfilter"
@@ -24,7 +23,7 @@ type Events struct {
 func ListenDestroy(ns *Namespace) (*Events, error) {
 	c, err := conntrack.Dial(netlinkConfig(ns))
 	if err != nil {
-		return nil, fmt.Errorf("open conntrack event socket%s: %w", where(ns), classify(err))
+		return nil, netlinkError(ns, "cannot open the conntrack event socket", err, fixModule)
 	}
 	// A larger buffer makes overflow rarer; failing to set it is not fatal.
 	_ = c.SetReadBuffer(eventReadBuffer)
@@ -32,7 +31,7 @@ func ListenDestroy(ns *Namespace) (*Events, error) {
 	e.errc, err = c.Listen(e.ch, 1, []netfilter.NetlinkGroup{netfilter.GroupCTDestroy})
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("subscribe to conntrack DESTROY events%s: %w", where(ns), classify(err))
+		return nil, netlinkError(ns, "cannot subscribe to conntrack DESTROY events", err, fixModule)
 	}
 	return e, nil
 }

@@ -7,6 +7,7 @@ package ctsource
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 
@@ -28,12 +29,16 @@ func OpenNamespace(path string) (*Namespace, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("netns %q: %w (create it with `ip netns add`, or point netns at /proc/<pid>/ns/net of a process in the namespace)", path, err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is in the message already
+		}
+		return nil, fmt.Errorf("netns: cannot open it: %w (got %q); create it with `ip netns add`, or point netns at /proc/<pid>/ns/net of a process in the namespace", err, path)
 	}
 	t, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_NSTYPE)
 	if err != nil || t != unix.CLONE_NEWNET {
 		f.Close()
-		return nil, fmt.Errorf("netns %q is not a network namespace file (want a path such as /var/run/netns/<name> or /proc/<pid>/ns/net)", path)
+		return nil, fmt.Errorf("netns: not a network namespace file (got %q); use a path such as /var/run/netns/<name> or /proc/<pid>/ns/net", path)
 	}
 	return &Namespace{path: path, f: f}, nil
 }
@@ -71,7 +76,7 @@ func (n *Namespace) Do(fn func() error) error {
 		runtime.LockOSThread()
 		// Deliberately no UnlockOSThread: the thread dies with the goroutine.
 		if err := unix.Setns(int(n.f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("netns %q: setns: %w", n.path, err)
+			errc <- fmt.Errorf("netns: cannot enter the namespace: %w (got %q); run the collector as root, or with CAP_SYS_ADMIN", err, n.path)
 			return
 		}
 		errc <- fn()
@@ -80,4 +85,4 @@ func (n *Namespace) Do(fn func() error) error {
 }
 
 // ErrNoPermission says the process may not use conntrack in the namespace.
-var ErrNoPermission = errors.New("no permission to read conntrack: the collector needs CAP_NET_ADMIN in the network namespace it reads (run it as root or add the NET_ADMIN capability, e.g. securityContext.capabilities.add: [NET_ADMIN])")
+var ErrNoPermission = errors.New("no permission to use conntrack")

@@ -3,6 +3,7 @@ package ctsource
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/mdlayher/netlink"
 	"github.com/ti-mo/conntrack"
@@ -19,7 +20,7 @@ type Source struct {
 func Dial(ns *Namespace) (*Source, error) {
 	c, err := conntrack.Dial(netlinkConfig(ns))
 	if err != nil {
-		return nil, fmt.Errorf("open conntrack netlink socket%s: %w", where(ns), classify(err))
+		return nil, netlinkError(ns, "cannot open a conntrack netlink socket", err, fixModule)
 	}
 	return &Source{ns: ns, conn: c}, nil
 }
@@ -31,11 +32,22 @@ func netlinkConfig(ns *Namespace) *netlink.Config {
 	return nil
 }
 
-func where(ns *Namespace) string {
-	if ns.Path() == "" {
-		return ""
+// fixModule is the fix for a conntrack socket the kernel does not serve.
+const fixModule = "check that the nf_conntrack kernel module is loaded (modprobe nf_conntrack)"
+
+// netlinkError words a netlink failure in ns as `netns: what: error (got
+// the namespace); fix`. A permission error wraps ErrNoPermission and
+// says which capability is missing.
+func netlinkError(ns *Namespace, what string, err error, fix string) error {
+	got := "the collector's own namespace"
+	if ns.Path() != "" {
+		got = strconv.Quote(ns.Path())
 	}
-	return " in netns " + ns.Path()
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return fmt.Errorf("netns: %s: %w: %v (got %s); the collector needs CAP_NET_ADMIN in that namespace: run it as root or add the NET_ADMIN capability (securityContext.capabilities.add: [NET_ADMIN])",
+			what, ErrNoPermission, err, got)
+	}
+	return fmt.Errorf("netns: %s: %w (got %s); %s", what, err, got, fix)
 }
 
 // Probe checks that the table can be read (netlink needs CAP_NET_ADMIN) and
@@ -43,7 +55,7 @@ func where(ns *Namespace) string {
 func (s *Source) Probe() (int, error) {
 	st, err := s.conn.StatsGlobal()
 	if err != nil {
-		return 0, fmt.Errorf("read conntrack%s: %w", where(s.ns), classify(err))
+		return 0, netlinkError(s.ns, "cannot read conntrack", err, fixModule)
 	}
 	return int(st.Entries), nil
 }
@@ -54,21 +66,13 @@ func (s *Source) Probe() (int, error) {
 func (s *Source) DumpZone(zone uint16) ([]conntrack.Flow, error) {
 	fs, err := s.conn.DumpFilter(conntrack.NewFilter().Zone(zone), nil)
 	if err != nil {
-		return fs, fmt.Errorf("dump conntrack zone %d%s: %w", zone, where(s.ns), classify(err))
+		return fs, netlinkError(s.ns, fmt.Sprintf("dump of zone %d failed", zone), err, "it is retried at the next poll")
 	}
 	return fs, nil
 }
 
 // Close closes the socket.
 func (s *Source) Close() error { return s.conn.Close() }
-
-// classify turns a permission error into ErrNoPermission; others pass through.
-func classify(err error) error {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-		return fmt.Errorf("%w: %v", ErrNoPermission, err)
-	}
-	return err
-}
 
 // IsNoBufs reports whether err is the kernel saying the socket's receive
 // buffer overflowed (ENOBUFS): the dump or event stream lost messages.

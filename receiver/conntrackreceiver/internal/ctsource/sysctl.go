@@ -22,11 +22,12 @@ func EnableAccounting(ns *Namespace) []error {
 	var errs []error
 	_ = ns.Do(func() error {
 		for _, p := range []string{sysctlAcct, sysctlTimestamp} {
-			if v, err := readSysctl(p); err == nil && v == "1" {
+			v, err := readSysctl(p)
+			if err == nil && v == "1" {
 				continue
 			}
 			if err := os.WriteFile(p, []byte("1"), 0); err != nil {
-				errs = append(errs, fmt.Errorf("set %s=1: %w", sysctlName(p), err))
+				errs = append(errs, fmt.Errorf("%s: cannot set it to 1: %w (got %q); give the collector a writable /proc/sys in the namespace, or set it to 1 there beforehand", sysctlName(p), err, v))
 			}
 		}
 		return nil

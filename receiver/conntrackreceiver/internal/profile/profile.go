@@ -130,13 +130,13 @@ func New(cfg Config) (*Profile, error) {
 		p.mappings = make(map[store.Key]*mapping)
 		p.clients = make(map[store.Key]int)
 	default:
-		return nil, fmt.Errorf("profile %q is unknown (want %q or %q)", cfg.Name, Generic, Antrea)
+		return nil, fmt.Errorf("profile: unknown (got %q); set %s (zone 0, any CNI) or %s", cfg.Name, Generic, Antrea)
 	}
 	if cfg.Zones != nil {
 		p.zones = slices.Clone(cfg.Zones)
 	}
 	if p.antrea && slices.Contains(p.zones, 0) {
-		return nil, fmt.Errorf("profile antrea reads zone 0 for correlation on its own; list only the CNI zones in zones")
+		return nil, fmt.Errorf("zones: the %s profile reads zone 0 for correlation on its own (got %v); list only the CNI zones, or leave zones unset for %d and %d", Antrea, cfg.Zones, AntreaZoneV4, AntreaZoneV6)
 	}
 	if p.antrea {
 		p.pollZones = append([]uint16{0}, p.zones...)
