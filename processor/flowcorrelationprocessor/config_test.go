@@ -15,81 +15,66 @@ import (
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/metadata"
 )
 
-func loadConfig(t *testing.T, name string) (*Config, error) {
-	t.Helper()
+// TestLoadConfig loads every instance of testdata/config.yaml over the
+// defaults, as the collector does, and compares the whole struct, or the
+// validation errors of the invalid ones.
+func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
-	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
-	require.NoError(t, err)
-	cfg := createDefaultConfig().(*Config)
-	require.NoError(t, sub.Unmarshal(cfg))
-	return cfg, confmap.Validate(cfg)
-}
-
-func TestLoadConfig(t *testing.T) {
-	off := configoptional.Default(defaultKubernetesConfig()) // absent: no index
 	custom := defaultKubernetesConfig()
 	custom.AuthType, custom.KubeConfig, custom.PodLabels = "kubeConfig", "/etc/flowtel/kubeconfig", true
 	custom.WaitForSync, custom.DeletedPodRetention = false, 10*time.Minute
+	off := configoptional.Default(defaultKubernetesConfig()) // absent: no index
 	tests := []struct {
-		name string
-		want *Config
+		name    string
+		want    *Config
+		wantErr []string
 	}{
-		{"", &Config{Mode: ModeAggregate, ActiveTimeout: 60 * time.Second, InactiveTimeout: 90 * time.Second,
+		{name: "", want: &Config{Mode: ModeAggregate, ActiveTimeout: 60 * time.Second, InactiveTimeout: 90 * time.Second,
 			MaxRecords: defaultMaxRecords, Kubernetes: off}},
-		{"custom", &Config{Mode: ModeAggregate, ActiveTimeout: 30 * time.Second, InactiveTimeout: 45 * time.Second,
+		{name: "custom", want: &Config{Mode: ModeAggregate, ActiveTimeout: 30 * time.Second, InactiveTimeout: 45 * time.Second,
 			PairingTimeout: 2 * time.Minute, MaxRecords: 50000, Kubernetes: off}},
-		{"proxy", &Config{Mode: ModeProxy, ActiveTimeout: 60 * time.Second, InactiveTimeout: 90 * time.Second,
+		{name: "proxy", want: &Config{Mode: ModeProxy, ActiveTimeout: 60 * time.Second, InactiveTimeout: 90 * time.Second,
 			MaxRecords: defaultMaxRecords, Kubernetes: off}},
-		{"kubernetes", &Config{Mode: ModeAggregate, ActiveTimeout: 60 * time.Second, InactiveTimeout: 90 * time.Second,
+		// An empty kubernetes section turns the index on with its defaults.
+		{name: "kubernetes", want: &Config{Mode: ModeAggregate, ActiveTimeout: 60 * time.Second, InactiveTimeout: 90 * time.Second,
 			MaxRecords: defaultMaxRecords, Kubernetes: configoptional.Some(defaultKubernetesConfig())}},
-		{"kubernetes_custom", &Config{Mode: ModeProxy, ActiveTimeout: 60 * time.Second, InactiveTimeout: 90 * time.Second,
+		{name: "kubernetes_custom", want: &Config{Mode: ModeProxy, ActiveTimeout: 60 * time.Second, InactiveTimeout: 90 * time.Second,
 			MaxRecords: defaultMaxRecords, Kubernetes: configoptional.Some(custom)}},
+		{name: "bad_mode", wantErr: []string{`mode: unknown (got "correlate"); use aggregate or proxy`}},
+		{name: "bad_values", wantErr: []string{
+			"active_timeout: must be positive (got 0s); set a duration such as 1m0s",
+			"inactive_timeout: must be positive (got -1s); set a duration such as 1m30s",
+			"pairing_timeout: must not be negative (got -5s); set 0 for 3 × active_timeout, or a positive duration",
+			"max_records: must be at least 1 (got 0); set the number of connections to hold, such as 1000000",
+		}},
+		{name: "bad_kubernetes", wantErr: []string{
+			`kubernetes: auth_type: unknown (got "token"); use serviceAccount (in a Pod) or kubeConfig`,
+			"wait_for_sync_timeout: must be positive when wait_for_sync is true (got 0s); set a duration such as 1m, or wait_for_sync: false",
+			"deleted_pod_retention: must be positive (got 0s); set a duration such as 5m0s",
+		}},
+		{name: "kubeconfig_unused", wantErr: []string{
+			"kubernetes: kubeconfig: only used with auth_type kubeConfig (got auth_type serviceAccount); set auth_type: kubeConfig or remove kubeconfig",
+		}},
 	}
 	for _, tt := range tests {
-		t.Run("flow_correlation/"+tt.name, func(t *testing.T) {
-			cfg, err := loadConfig(t, tt.name)
+		id := component.NewIDWithName(metadata.Type, tt.name)
+		t.Run(id.String(), func(t *testing.T) {
+			sub, err := cm.Sub(id.String())
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, cfg)
+			cfg := createDefaultConfig().(*Config)
+			require.NoError(t, sub.Unmarshal(cfg))
+			err = confmap.Validate(cfg)
+			if tt.wantErr == nil {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, cfg)
+				return
+			}
+			require.Error(t, err)
+			for _, want := range tt.wantErr {
+				assert.Contains(t, err.Error(), want)
+			}
 		})
-	}
-}
-
-func TestInvalidConfigsNameTheField(t *testing.T) {
-	_, err := loadConfig(t, "bad_mode")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `mode: "correlate" is not one of "aggregate", "proxy"`)
-
-	_, err = loadConfig(t, "bad_values")
-	require.Error(t, err)
-	for _, want := range []string{
-		"active_timeout: must be positive, got 0s",
-		"inactive_timeout: must be positive, got -1s",
-		"pairing_timeout: must not be negative (0 means 3 × active_timeout), got -5s",
-		"max_records: must be at least 1, got 0",
-	} {
-		assert.Contains(t, err.Error(), want)
-	}
-}
-
-func TestKubernetesOffByDefault(t *testing.T) {
-	cfg, err := loadConfig(t, "")
-	require.NoError(t, err)
-	assert.False(t, cfg.Kubernetes.HasValue())
-	cfg, err = loadConfig(t, "kubernetes")
-	require.NoError(t, err)
-	assert.True(t, cfg.Kubernetes.HasValue(), "an empty kubernetes section turns the index on with its defaults")
-}
-
-func TestInvalidKubernetesConfigNamesTheField(t *testing.T) {
-	_, err := loadConfig(t, "bad_kubernetes")
-	require.Error(t, err)
-	for _, want := range []string{
-		`kubernetes: auth_type: "token" is not "serviceAccount" or "kubeConfig"`,
-		"wait_for_sync_timeout: must be positive when wait_for_sync is true, got 0s",
-		"deleted_pod_retention: must be positive, got 0s",
-	} {
-		assert.Contains(t, err.Error(), want)
 	}
 }
 
