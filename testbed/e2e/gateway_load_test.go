@@ -247,6 +247,9 @@ func loadHalves(i int, now time.Time) (src, dst *flowrecord.Record) {
 	src, dst = mk(), mk()
 	src.Reporter = flowrecord.Reporter{NodeName: "load-node-a", Side: flowrecord.SideSource}
 	dst.Reporter = flowrecord.Reporter{NodeName: "load-node-b", Side: flowrecord.SideDestination}
+	// The source Node translated the ClusterIP: the destination Node's
+	// conntrack sees the connection arrive for the endpoint, not DNATed.
+	dst.OriginalDestinationAddress, dst.OriginalDestinationPort = dst.Destination.Address, dst.Destination.Port
 	src.Key, dst.Key = src.CorrelationKey(), dst.CorrelationKey()
 	return src, dst
 }
