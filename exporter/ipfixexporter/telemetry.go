@@ -30,9 +30,15 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	return &telemetry{tb}, err
 }
 
+// Results of a connection attempt.
+const (
+	resultOKValue     = "ok"
+	resultFailedValue = "failed"
+)
+
 var (
-	resultOK     = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "ok")))
-	resultFailed = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "failed")))
+	resultOK     = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", resultOKValue)))
+	resultFailed = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", resultFailedValue)))
 )
 
 func withReason(r string) metric.AddOption {

@@ -2,7 +2,8 @@
 // testdata/config.yaml: each named instance is loaded over the factory's
 // defaults, as the collector loads it, and validated; the whole struct is
 // compared with the one expected, or the validation errors with the ones
-// expected. Every instance of the file must have a case.
+// expected. Every instance of the file must have a case. Enum checks the
+// attribute values a component records against its metadata.yaml.
 package configtest // import "github.com/flowtel/flowtel/internal/configtest"
 
 import (

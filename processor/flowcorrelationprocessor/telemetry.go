@@ -62,18 +62,27 @@ func withReason(r string) metric.AddOption {
 }
 
 // Kinds of a late record.
-var (
-	lateDuplicate = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "duplicate")))
-	lateReordered = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "reordered")))
-	lateReplaced  = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "replaced")))
+const (
+	kindDuplicate = "duplicate"
+	kindReordered = "reordered"
+	kindReplaced  = "replaced"
 )
+
+var (
+	lateDuplicate = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kindDuplicate)))
+	lateReordered = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kindReordered)))
+	lateReplaced  = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kindReplaced)))
+)
+
+// stateNone is the state of records that never went through correlation.
+const stateNone = "none"
 
 // stateOption labels a count with a correlation state ("none" for records
 // that never went through correlation, as in proxy mode).
 func stateOption(s flowrecord.CorrelationState) metric.AddOption {
 	name := s.String()
 	if name == "" {
-		name = "none"
+		name = stateNone
 	}
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("state", name)))
 }
