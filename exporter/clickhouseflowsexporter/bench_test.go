@@ -1,3 +1,5 @@
+//go:build integration
+
 package clickhouseflowsexporter
 
 import (
@@ -53,7 +55,7 @@ func BenchmarkInsert(b *testing.B) {
 		b.Fatal(err)
 	}
 	waitFor(b, 30*time.Second, "warm-up", func() bool {
-		return metricSum(b, tt, "flowtel.clickhouse_flows.rows.written", "") == 1000
+		return metricSum(b, tt, "otelcol_exporter_clickhouse_flows_rows_written", "") == 1000
 	})
 
 	// The exporter owns what it is given (the batcher moves records out),
@@ -76,14 +78,14 @@ func BenchmarkInsert(b *testing.B) {
 	}
 	want := int64(1000 + sent)
 	waitFor(b, 5*time.Minute, "all rows", func() bool {
-		return metricSum(b, tt, "flowtel.clickhouse_flows.rows.written", "") >= want
+		return metricSum(b, tt, "otelcol_exporter_clickhouse_flows_rows_written", "") >= want
 	})
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(sent)/elapsed.Seconds(), "rows/s")
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(sent), "cpu-ns/row")
 	b.ReportMetric(float64(serverCPU(b, srv)-srv0)/float64(sent), "server-cpu-ns/row")
-	b.ReportMetric(float64(metricSum(b, tt, "flowtel.clickhouse_flows.inserts", "")), "inserts")
+	b.ReportMetric(float64(metricSum(b, tt, "otelcol_exporter_clickhouse_flows_inserts", "")), "inserts")
 }
 
 // BenchmarkPushBatch measures one default-sized insert (20,000 rows) without

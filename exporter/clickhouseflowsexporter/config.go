@@ -72,22 +72,22 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if !identifier.MatchString(c.Database) {
-		errs = append(errs, fmt.Errorf("database %q: want a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", c.Database))
+		errs = append(errs, fmt.Errorf("database: not a plain identifier (got %q); use letters, digits and _, not starting with a digit", c.Database))
 	}
 	if !identifier.MatchString(c.Table) {
-		errs = append(errs, fmt.Errorf("table %q: want a plain identifier ([A-Za-z_][A-Za-z0-9_]*)", c.Table))
+		errs = append(errs, fmt.Errorf("table: not a plain identifier (got %q); use letters, digits and _, not starting with a digit", c.Table))
 	}
 	if c.TTL < 0 {
-		errs = append(errs, fmt.Errorf("ttl %s: must not be negative", c.TTL))
+		errs = append(errs, fmt.Errorf("ttl: must not be negative (got %s); set 0 for no TTL, or a duration such as 72h", c.TTL))
 	}
 	if c.TTL > 0 && c.TTL < time.Second {
-		errs = append(errs, fmt.Errorf("ttl %s: must be at least 1s (ClickHouse TTLs have second resolution)", c.TTL))
+		errs = append(errs, fmt.Errorf("ttl: below ClickHouse's one-second resolution (got %s); set 0 for no TTL, or at least 1s", c.TTL))
 	}
 	if !compressions[c.Compression] {
-		errs = append(errs, fmt.Errorf("compression %q: want lz4, zstd or none", c.Compression))
+		errs = append(errs, fmt.Errorf("compression: unknown (got %q); use lz4, zstd or none", c.Compression))
 	}
 	if c.DialTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("dial_timeout %s: must be positive", c.DialTimeout))
+		errs = append(errs, fmt.Errorf("dial_timeout: must be positive (got %s); set a duration such as 10s", c.DialTimeout))
 	}
 	return errors.Join(errs...)
 }
@@ -95,27 +95,27 @@ func (c *Config) Validate() error {
 // endpoint parses Endpoint into host:port and whether TLS is used.
 func (c *Config) endpoint() (addr string, secure bool, err error) {
 	if c.Endpoint == "" {
-		return "", false, errors.New("endpoint: required (tcp://host:9000 or tls://host:9440)")
+		return "", false, errors.New(`endpoint: required (got ""); set tcp://host:9000 or tls://host:9440`)
 	}
 	u, err := url.Parse(c.Endpoint)
 	if err != nil {
-		return "", false, fmt.Errorf("endpoint %q: %w", c.Endpoint, err)
+		return "", false, fmt.Errorf("endpoint: not a URL (got %q: %w); set tcp://host:9000 or tls://host:9440", c.Endpoint, err)
 	}
 	switch u.Scheme {
 	case "tcp":
 	case "tls":
 		secure = true
 	case "http", "https":
-		return "", false, fmt.Errorf("endpoint %q: the HTTP interface is not supported; use the native protocol (tcp://host:9000 or tls://host:9440), which every ClickHouse version speaks", c.Endpoint)
+		return "", false, fmt.Errorf("endpoint: the HTTP interface is not supported (got %q); use the native protocol, tcp://host:9000 or tls://host:9440, which every ClickHouse version speaks", c.Endpoint)
 	default:
-		return "", false, fmt.Errorf("endpoint %q: scheme must be tcp:// or tls://", c.Endpoint)
+		return "", false, fmt.Errorf("endpoint: scheme must be tcp:// or tls:// (got %q); set tcp://host:9000 or tls://host:9440", c.Endpoint)
 	}
 	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return "", false, fmt.Errorf("endpoint %q: must be scheme://host:port only (set username, password and database separately)", c.Endpoint)
+		return "", false, fmt.Errorf("endpoint: must be scheme://host:port only (got %q); set username, password and database separately", c.Endpoint)
 	}
 	host, port := u.Hostname(), u.Port()
 	if host == "" {
-		return "", false, fmt.Errorf("endpoint %q: missing host", c.Endpoint)
+		return "", false, fmt.Errorf("endpoint: no host (got %q); set tcp://host:9000 or tls://host:9440", c.Endpoint)
 	}
 	if port == "" {
 		port = "9000"

@@ -1,99 +1,70 @@
 package clickhouseflowsexporter
 
 import (
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
-	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/metadata"
+	"github.com/flowtel/flowtel/internal/configtest"
 )
 
-func loadConfig(t *testing.T, name string) *Config {
-	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := createDefaultConfig().(*Config)
-	if err := sub.Unmarshal(cfg); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return cfg
-}
-
-func TestConfigStruct(t *testing.T) {
-	if err := componenttest.CheckConfigStruct(createDefaultConfig()); err != nil {
-		t.Fatal(err)
-	}
-}
-
+// TestLoadConfig: every instance of testdata/config.yaml, loaded over the
+// defaults as the collector loads it, is the whole struct expected, or fails
+// validation with the errors expected.
 func TestLoadConfig(t *testing.T) {
-	def := loadConfig(t, "")
-	if err := confmap.Validate(def); err != nil {
-		t.Fatalf("default instance: %v", err)
-	}
-	if def.Endpoint != "tcp://clickhouse:9000" || def.Database != "default" || def.Table != "flows" ||
-		!def.CreateSchema || def.Compression != "lz4" || def.TTL != 0 {
-		t.Errorf("defaults not kept: %+v", def)
-	}
-	q := def.QueueConfig.Get()
-	if q == nil || q.Batch.Get() == nil {
-		t.Fatal("the default config must queue and batch")
-	}
-	if b := q.Batch.Get(); b.MinSize != defaultMinRows || b.FlushTimeout != time.Second || b.Sizer.String() != "items" {
-		t.Errorf("default batch %+v", b)
-	}
-
-	th := loadConfig(t, "theia")
-	if err := confmap.Validate(th); err != nil {
-		t.Fatalf("theia instance: %v", err)
-	}
-	addr, secure, err := th.endpoint()
-	if err != nil || addr != "clickhouse.flow-visibility.svc:9440" || !secure {
-		t.Errorf("endpoint() = %q, %v, %v", addr, secure, err)
-	}
-	if th.Username != "clickhouse_operator" || string(th.Password) != "clickhouse_operator_password" ||
-		th.Database != "flowdb" || th.Table != "flows_local" || th.CreateSchema || th.TTL != 12*time.Hour ||
-		th.ClusterUUID != "5a2c1d3e-0000-4000-8000-000000000001" || th.Compression != "zstd" ||
-		th.DialTimeout != 3*time.Second || th.TimeoutConfig.Timeout != 10*time.Second ||
-		th.TLS.CAFile != "/etc/flowtel/clickhouse/ca.crt" || th.RetryConfig.MaxElapsedTime != 10*time.Minute {
-		t.Errorf("theia instance not loaded: %+v", th)
-	}
-	if b := th.QueueConfig.Get().Batch.Get(); b.MinSize != 5000 || b.MaxSize != 50000 || b.FlushTimeout != 2*time.Second {
-		t.Errorf("theia batch %+v", b)
-	}
+	f := NewFactory()
+	configtest.LoadConfig(t, f, []configtest.Case{
+		{Name: "", Want: configtest.Defaults(f, func(c *Config) { c.Endpoint = "tcp://clickhouse:9000" })},
+		{Name: "theia", Want: configtest.Defaults(f, func(c *Config) {
+			c.Endpoint, c.Username, c.Password = "tls://clickhouse.flow-visibility.svc:9440", "clickhouse_operator", "clickhouse_operator_password"
+			c.Database, c.Table, c.CreateSchema, c.TTL = "flowdb", "flows_local", false, 12*time.Hour
+			c.ClusterUUID, c.Compression, c.DialTimeout = "5a2c1d3e-0000-4000-8000-000000000001", "zstd", 3*time.Second
+			c.TimeoutConfig.Timeout = 10 * time.Second
+			c.TLS.CAFile = "/etc/flowtel/clickhouse/ca.crt"
+			q := c.QueueConfig.Get()
+			q.QueueSize = 200000
+			b := q.Batch.Get()
+			b.FlushTimeout, b.MinSize, b.MaxSize = 2*time.Second, 5000, 50000
+			c.RetryConfig.MaxElapsedTime = 10 * time.Minute
+		})},
+		{Name: "http", WantErr: []string{`endpoint: the HTTP interface is not supported (got "http://clickhouse:8123"); use the native protocol, tcp://host:9000 or tls://host:9440`}},
+		{Name: "badscheme", WantErr: []string{`endpoint: scheme must be tcp:// or tls:// (got "clickhouse:9000"); set tcp://host:9000 or tls://host:9440`}},
+		{Name: "noendpoint", WantErr: []string{`endpoint: required (got ""); set tcp://host:9000 or tls://host:9440`}},
+		{Name: "nohost", WantErr: []string{`endpoint: no host (got "tcp://:9000"); set tcp://host:9000 or tls://host:9440`}},
+		{Name: "userinfo", WantErr: []string{`endpoint: must be scheme://host:port only (got "tcp://user:pw@clickhouse:9000/db"); set username, password and database separately`}},
+		{Name: "badnames", WantErr: []string{
+			`database: not a plain identifier (got "flows; DROP TABLE x"); use letters, digits and _, not starting with a digit`,
+			`table: not a plain identifier (got "my-flows")`,
+		}},
+		{Name: "badttl", WantErr: []string{
+			"ttl: below ClickHouse's one-second resolution (got 500ms); set 0 for no TTL, or at least 1s",
+			`compression: unknown (got "gzip"); use lz4, zstd or none`,
+		}},
+		{Name: "negative", WantErr: []string{
+			"ttl: must not be negative (got -1h0m0s); set 0 for no TTL, or a duration such as 72h",
+			"dial_timeout: must be positive (got 0s); set a duration such as 10s",
+		}},
+	})
 }
 
-func TestInvalidConfigs(t *testing.T) {
-	for name, wants := range map[string][]string{
-		"http":       {"HTTP interface is not supported", "tcp://host:9000"},
-		"badscheme":  {"scheme must be tcp:// or tls://"},
-		"noendpoint": {"endpoint: required"},
-		"badnames":   {`database "flows; DROP TABLE x"`, `table "my-flows"`},
-		"badttl":     {"ttl 500ms", `compression "gzip"`},
-		"userinfo":   {"must be scheme://host:port only"},
+// endpoint() gives the address to dial and whether it is TLS, with the
+// native protocol's default ports.
+func TestEndpoint(t *testing.T) {
+	for endpoint, want := range map[string]struct {
+		addr   string
+		secure bool
+	}{
+		"tcp://clickhouse:9000":                     {"clickhouse:9000", false},
+		"tcp://clickhouse":                          {"clickhouse:9000", false},
+		"tls://clickhouse.flow-visibility.svc:9440": {"clickhouse.flow-visibility.svc:9440", true},
+		"tls://[fd00::1]":                           {"[fd00::1]:9440", true},
 	} {
-		t.Run(name, func(t *testing.T) {
-			err := confmap.Validate(loadConfig(t, name))
-			if err == nil {
-				t.Fatal("valid, want an error")
-			}
-			for _, w := range wants {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
-		})
+		addr, secure, err := (&Config{Endpoint: endpoint}).endpoint()
+		require.NoError(t, err, endpoint)
+		assert.Equal(t, want.addr, addr, endpoint)
+		assert.Equal(t, want.secure, secure, endpoint)
 	}
 }
 

@@ -1,3 +1,5 @@
+//go:generate go tool -modfile=../../internal/tools/go.mod go.opentelemetry.io/collector/cmd/mdatagen metadata.yaml
+
 // Package clickhouseflowsexporter writes flowtel flow records (logs signal,
 // internal/flowrecord) into Antrea's ClickHouse `flows` table: the 51 columns
 // Antrea's Flow Aggregator writes, with Antrea's names and types, so Theia's

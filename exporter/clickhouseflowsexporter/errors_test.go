@@ -1,3 +1,5 @@
+//go:build integration
+
 package clickhouseflowsexporter
 
 import (
@@ -44,14 +46,14 @@ func TestStartErrors(t *testing.T) {
 		cfg := testConfig(srv, "default")
 		cfg.Username, cfg.Password = chserver.User, "not-the-password"
 		err := startErr(t, cfg)
-		wantAll(t, err, "authentication", `user "flowtel"`, srv.Endpoint())
+		wantAll(t, err, "username: authentication", `user "flowtel"`, srv.Endpoint(), "check username and password")
 	})
 
 	t.Run("unknown database", func(t *testing.T) {
 		cfg := testConfig(srv, "no_such_db")
 		cfg.CreateSchema = false
 		err := startErr(t, cfg)
-		wantAll(t, err, "database `no_such_db` does not exist", "create_schema")
+		wantAll(t, err, "database: does not exist on "+srv.Endpoint()+" (got `no_such_db`)", "create_schema: true")
 	})
 
 	t.Run("missing table", func(t *testing.T) {
@@ -59,7 +61,7 @@ func TestStartErrors(t *testing.T) {
 		cfg.Table = "no_such_table"
 		cfg.CreateSchema = false
 		err := startErr(t, cfg)
-		wantAll(t, err, "table `default`.`no_such_table` does not exist")
+		wantAll(t, err, "table: does not exist on "+srv.Endpoint()+" (got `default`.`no_such_table`)")
 	})
 
 	t.Run("table missing a column", func(t *testing.T) {
@@ -70,7 +72,7 @@ func TestStartErrors(t *testing.T) {
 		cfg := testConfig(srv, "theia")
 		cfg.CreateSchema = true // an existing table is left as it is, and checked
 		err := startErr(t, cfg)
-		wantAll(t, err, "lacks column(s) correlationState String",
+		wantAll(t, err, "table: `theia`.`flows` lacks column(s) correlationState String",
 			"ALTER TABLE `theia`.`flows` ADD COLUMN correlationState String")
 		// The suggested statement fixes it.
 		exec(t, conn, "ALTER TABLE `theia`.`flows` ADD COLUMN correlationState String")
@@ -107,7 +109,7 @@ func TestBadRecordIsCountedOthersWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "2 rows", func() bool { return count(t, conn, "SELECT count() FROM badinput.flows") == 2 })
-	if n := metricSum(t, tt, "flowtel.clickhouse_flows.records.failed", reasonDecode); n != 1 {
+	if n := metricSum(t, tt, "otelcol_exporter_clickhouse_flows_records_failed", reasonDecode); n != 1 {
 		t.Errorf("records.failed{reason=decode} = %d, want 1", n)
 	}
 }

@@ -64,7 +64,7 @@ func (e *flowsExporter) start(ctx context.Context, _ component.Host) error {
 	}
 	conn, err := clickhouse.Open(opts)
 	if err != nil {
-		return fmt.Errorf("clickhouse_flows: %w", err)
+		return fmt.Errorf("endpoint: cannot open a client for %s (%w); check endpoint, compression and tls", e.cfg.Endpoint, err)
 	}
 	e.conn = conn
 	err = e.prepare(ctx)
@@ -108,7 +108,7 @@ func (e *flowsExporter) options(ctx context.Context) (*clickhouse.Options, error
 		tlsCfg.Insecure = false // tls:// always encrypts
 		c, err := tlsCfg.LoadTLSConfig(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("clickhouse_flows: tls: %w", err)
+			return nil, fmt.Errorf("tls: cannot load the certificates (%w); check ca_file, cert_file and key_file", err)
 		}
 		if c == nil {
 			c = &tls.Config{MinVersion: tls.VersionTLS12}
@@ -183,22 +183,23 @@ func (e *flowsExporter) connectError(err error) error {
 		switch ex.Code {
 		case codeUnknownUser, codeWrongPassword, codeRequiredPassword, codeAuthenticationFailed:
 			user, _ := e.cfg.credentials()
-			return fmt.Errorf("clickhouse_flows: authentication as user %q at %s failed (check username/password or $%s/$%s): %w",
-				user, e.cfg.Endpoint, envUsername, envPassword, err)
+			return fmt.Errorf("username: authentication as user %q at %s failed (%w); check username and password, or $%s and $%s",
+				user, e.cfg.Endpoint, err, envUsername, envPassword)
 		}
-		return fmt.Errorf("clickhouse_flows: server at %s refused the connection: %w", e.cfg.Endpoint, err)
+		return fmt.Errorf("endpoint: the server at %s refused the connection (%w); check the server's log and the user's settings", e.cfg.Endpoint, err)
 	}
 	var certErr *tls.CertificateVerificationError
 	if errors.As(err, &certErr) {
-		return fmt.Errorf("clickhouse_flows: TLS with %s failed: the server certificate is not trusted (set tls.ca_file, or tls.insecure_skip_verify): %w",
+		return fmt.Errorf("tls: the server certificate of %s is not trusted (%w); set tls.ca_file to the CA that signed it, or tls.insecure_skip_verify: true",
 			e.cfg.Endpoint, err)
 	}
-	return &unreachableError{fmt.Errorf("clickhouse_flows: cannot reach ClickHouse at %s: %w", e.cfg.Endpoint, err)}
+	return &unreachableError{fmt.Errorf("endpoint: cannot reach ClickHouse at %s (%w); check that the server runs and listens there", e.cfg.Endpoint, err)}
 }
 
 func (e *flowsExporter) createSchema(ctx context.Context) error {
 	if err := e.conn.Exec(ctx, flowtable.CreateDatabase(e.cfg.Database)); err != nil {
-		return fmt.Errorf("clickhouse_flows: create database %s: %w", flowtable.Quote(e.cfg.Database), err)
+		return fmt.Errorf("database: cannot create %s (%w); let the user create databases, or create it and set create_schema: false",
+			flowtable.Quote(e.cfg.Database), err)
 	}
 	ttl := e.cfg.TTL
 	if ttl > 0 && !e.version.SupportsTTL() {
@@ -207,7 +208,7 @@ func (e *flowsExporter) createSchema(ctx context.Context) error {
 		ttl = 0
 	}
 	if err := e.conn.Exec(ctx, flowtable.CreateTable(e.cfg.Database, e.cfg.Table, ttl)); err != nil {
-		return fmt.Errorf("clickhouse_flows: create table %s: %w", e.table, err)
+		return fmt.Errorf("table: cannot create %s (%w); let the user create tables, or create it (DDL in the README) and set create_schema: false", e.table, err)
 	}
 	return nil
 }
@@ -219,16 +220,16 @@ func (e *flowsExporter) verifyTable(ctx context.Context) error {
 	var n uint64
 	q := fmt.Sprintf("SELECT count() FROM system.databases WHERE name = '%s'", e.cfg.Database)
 	if err := e.conn.QueryRow(ctx, q).Scan(&n); err != nil {
-		return fmt.Errorf("clickhouse_flows: checking database %s: %w", flowtable.Quote(e.cfg.Database), err)
+		return fmt.Errorf("database: cannot check that %s exists (%w); let the user read system.databases", flowtable.Quote(e.cfg.Database), err)
 	}
 	if n == 0 {
-		return fmt.Errorf("clickhouse_flows: database %s does not exist on %s; create it or set create_schema: true",
-			flowtable.Quote(e.cfg.Database), e.cfg.Endpoint)
+		return fmt.Errorf("database: does not exist on %s (got %s); create it, or set create_schema: true",
+			e.cfg.Endpoint, flowtable.Quote(e.cfg.Database))
 	}
 	q = fmt.Sprintf("SELECT name, type FROM system.columns WHERE database = '%s' AND table = '%s'", e.cfg.Database, e.cfg.Table)
 	rows, err := e.conn.Query(ctx, q)
 	if err != nil {
-		return fmt.Errorf("clickhouse_flows: reading the columns of %s: %w", e.table, err)
+		return fmt.Errorf("table: cannot read the columns of %s (%w); let the user read system.columns", e.table, err)
 	}
 	defer rows.Close()
 	have := map[string]bool{}
@@ -236,23 +237,23 @@ func (e *flowsExporter) verifyTable(ctx context.Context) error {
 	for rows.Next() {
 		var name, typ string
 		if err := rows.Scan(&name, &typ); err != nil {
-			return fmt.Errorf("clickhouse_flows: reading the columns of %s: %w", e.table, err)
+			return fmt.Errorf("table: cannot read the columns of %s (%w); let the user read system.columns", e.table, err)
 		}
 		have[name], types[name] = true, typ
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("clickhouse_flows: reading the columns of %s: %w", e.table, err)
+		return fmt.Errorf("table: cannot read the columns of %s (%w); let the user read system.columns", e.table, err)
 	}
 	if len(have) == 0 {
-		return fmt.Errorf("clickhouse_flows: table %s does not exist on %s; create it (DDL in the README) or set create_schema: true",
-			e.table, e.cfg.Endpoint)
+		return fmt.Errorf("table: does not exist on %s (got %s); create it (DDL in the README), or set create_schema: true",
+			e.cfg.Endpoint, e.table)
 	}
 	if missing := flowtable.Missing(have); len(missing) > 0 {
 		names := make([]string, len(missing))
 		for i, c := range missing {
 			names[i] = c.Name + " " + c.Type
 		}
-		return fmt.Errorf("clickhouse_flows: table %s lacks column(s) %s that this exporter writes; add them with: %s",
+		return fmt.Errorf("table: %s lacks column(s) %s that this exporter writes; add them with: %s",
 			e.table, strings.Join(names, ", "), flowtable.AlterAddColumns(e.cfg.Database, e.cfg.Table, missing))
 	}
 	for _, c := range flowtable.Columns {
@@ -276,7 +277,7 @@ func sameType(have, want string) bool {
 // failed insert is returned to exporterhelper, which retries the whole batch.
 func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	n := ld.LogRecordCount()
-	e.tel.received.Add(ctx, int64(n))
+	e.tel.ExporterClickhouseFlowsRecordsReceived.Add(ctx, int64(n))
 	if err := e.prepare(ctx); err != nil {
 		e.tel.recordInsertFailed(ctx, n, prepareReason(err))
 		return err
@@ -293,10 +294,10 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	if err := e.insert(ctx, block); err != nil {
 		e.tel.recordInsertFailed(ctx, block.Len(), insertReason(err))
-		return fmt.Errorf("clickhouse_flows: insert of %d rows into %s: %w", block.Len(), e.table, err)
+		return fmt.Errorf("table: insert of %d rows into %s failed (%w); retried per retry_on_failure", block.Len(), e.table, err)
 	}
-	e.tel.written.Add(ctx, int64(block.Len()))
-	e.tel.inserts.Add(ctx, 1)
+	e.tel.ExporterClickhouseFlowsRowsWritten.Add(ctx, int64(block.Len()))
+	e.tel.ExporterClickhouseFlowsInserts.Add(ctx, 1)
 	return nil
 }
 

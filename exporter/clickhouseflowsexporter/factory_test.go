@@ -3,6 +3,7 @@ package clickhouseflowsexporter
 import (
 	"context"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter/exportertest"
@@ -19,6 +20,16 @@ func TestFactory(t *testing.T) {
 		t.Errorf("stability %v", f.LogsStability())
 	}
 	cfg := f.CreateDefaultConfig().(*Config)
+	q := cfg.QueueConfig.Get()
+	if q == nil || q.Batch.Get() == nil {
+		t.Fatal("the default config must queue and batch")
+	}
+	if b := q.Batch.Get(); b.MinSize != defaultMinRows || b.FlushTimeout != time.Second || b.Sizer.String() != "items" {
+		t.Errorf("default batch %+v", b)
+	}
+	if cfg.Database != "default" || cfg.Table != "flows" || !cfg.CreateSchema || cfg.Compression != "lz4" || cfg.TTL != 0 {
+		t.Errorf("defaults: %+v", cfg)
+	}
 	if err := cfg.Validate(); err == nil {
 		t.Error("default config without endpoint validated")
 	}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package clickhouseflowsexporter
 
 import (
@@ -12,16 +14,11 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.uber.org/goleak"
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/metadata"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/testbed/chserver"
 )
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 // testConfig is the default config pointed at srv, with fast retries so
 // tests that stop the server do not wait for the production back-off.

@@ -1,3 +1,5 @@
+//go:build integration
+
 package clickhouseflowsexporter
 
 import (
@@ -57,14 +59,14 @@ func TestServerRestartMidStream(t *testing.T) {
 	if n := count(t, conn, "SELECT uniqExact(sourcePodName) FROM restart.flows"); n != uint64(sent) {
 		t.Errorf("%d distinct records, want %d", n, sent)
 	}
-	if n := metricSum(t, tt, "flowtel.clickhouse_flows.rows.written", ""); n != int64(sent) {
+	if n := metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_written", ""); n != int64(sent) {
 		t.Errorf("rows.written = %d, want %d", n, sent)
 	}
-	if n := metricSum(t, tt, "flowtel.clickhouse_flows.rows.insert_failed", reasonConnection); n == 0 {
+	if n := metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_insert_failed", reasonConnection); n == 0 {
 		t.Error("rows.insert_failed{reason=connection} = 0: no insert was attempted while the server was down")
 	}
 	t.Logf("%d records, %d rows in failed attempts (retried)", sent,
-		metricSum(t, tt, "flowtel.clickhouse_flows.rows.insert_failed", ""))
+		metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_insert_failed", ""))
 }
 
 // A server that is down when the collector starts does not fail Start; the

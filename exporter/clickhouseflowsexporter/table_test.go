@@ -1,3 +1,5 @@
+//go:build integration
+
 package clickhouseflowsexporter
 
 import (
@@ -275,7 +277,7 @@ func TestEveryColumnReadsBack(t *testing.T) {
 	if got[41004]["sourceIP"] != "fd00:10::5" {
 		t.Errorf("to-external sourceIP = %#v", got[41004]["sourceIP"])
 	}
-	if n := metricSum(t, tt, "flowtel.clickhouse_flows.rows.written", ""); n != 5 {
+	if n := metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_written", ""); n != 5 {
 		t.Errorf("rows.written = %d, want 5", n)
 	}
 }

@@ -13,7 +13,7 @@ const attrClusterUID = "k8s.cluster.uid"
 func parseClusterUUID(s string) ([16]byte, error) {
 	var u [16]byte
 	if !layout.ParseUUID(s, u[:]) {
-		return u, errors.New("not a UUID in the 8-4-4-4-12 hex form")
+		return u, errors.New("not a UUID")
 	}
 	return u, nil
 }

@@ -1,12 +1,20 @@
+//go:build integration
+
 package ipfixexporter
 
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+
+	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/metadata"
 	"github.com/flowtel/flowtel/testbed/ipfixcollector"
 )
 
@@ -40,4 +48,52 @@ func nsDialer(ns *ipfixcollector.Netns) dialFunc {
 func waitRecords(t *testing.T, col *ipfixcollector.Collector, n int) []ipfixcollector.Record {
 	t.Helper()
 	return col.WaitRecords(t, n, 10*time.Second)
+}
+
+// TestDefaultQueueToCollector: the exporter as the collector builds it, with
+// the default sending queue (batching, several consumers encoding in
+// parallel), delivers every record exactly once to the go-ipfix collector.
+func TestDefaultQueueToCollector(t *testing.T) {
+	col := startCollector(t, TransportTCP, nil)
+	cfg := createDefaultConfig().(*Config)
+	cfg.Endpoint = col.Endpoint()
+	q := cfg.QueueConfig.Get()
+	q.Batch.Get().FlushTimeout = 100 * time.Millisecond
+	q.Batch.Get().MinSize = 200
+	ctx := context.Background()
+	exp, err := newLogsExporter(ctx, exportertest.NewNopSettings(metadata.Type), cfg, nsDialer(col.Netns()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exp.Start(ctx, componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	const producers, batches, perBatch = 4, 10, 50
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := 0; b < batches; b++ {
+				if err := exp.ConsumeLogs(ctx, logsOf(recordsWithPorts(20000+(p*batches+b)*perBatch, perBatch)...)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	const total = producers * batches * perBatch
+	got := waitRecords(t, col, total)
+	if err := exp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range got {
+		seen[r.Fields["sourceTransportPort"]]++
+	}
+	for port := 20000; port < 20000+total; port++ {
+		if n := seen[fmt.Sprint(port)]; n != 1 {
+			t.Errorf("record with source port %d arrived %d times", port, n)
+		}
+	}
 }

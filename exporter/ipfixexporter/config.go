@@ -99,56 +99,60 @@ func (c *Config) messageSize() int {
 func (c *Config) Validate() error {
 	var errs []error
 	if c.Endpoint == "" {
-		errs = append(errs, errors.New(`"endpoint" is required (host:port of the IPFIX collector)`))
+		errs = append(errs, errors.New(`endpoint: required (got ""); set the IPFIX collector's host:port, such as collector:4739`))
 	} else if _, port, err := net.SplitHostPort(c.Endpoint); err != nil {
-		errs = append(errs, fmt.Errorf(`"endpoint" %q is not host:port: %w`, c.Endpoint, err))
+		errs = append(errs, fmt.Errorf("endpoint: not host:port (got %q: %v); set the IPFIX collector's host:port, such as collector:4739", c.Endpoint, err))
 	} else if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
-		errs = append(errs, fmt.Errorf(`"endpoint" %q: port %q is not a number in 1-65535`, c.Endpoint, port))
+		errs = append(errs, fmt.Errorf("endpoint: port is not a number in 1-65535 (got %q in %q); set the collector's port, such as 4739", port, c.Endpoint))
 	}
 	switch c.Transport {
 	case TransportTCP, TransportUDP:
 		if c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.KeyFile != "" || c.TLS.CAPem != "" || c.TLS.CertPem != "" {
-			errs = append(errs, fmt.Errorf(`"tls" settings are only used with "transport: tls", not %q`, c.Transport))
+			errs = append(errs, fmt.Errorf("tls: only used with transport tls (got transport %s); set transport: tls, or remove the tls settings", c.Transport))
 		}
 	case TransportTLS:
 		if err := c.TLS.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf(`"tls": %w`, err))
+			errs = append(errs, fmt.Errorf("tls: %w", err))
 		}
 	default:
-		errs = append(errs, fmt.Errorf(`"transport" %q is not one of tcp, udp, tls`, c.Transport))
+		errs = append(errs, fmt.Errorf("transport: unknown (got %q); use tcp, udp or tls", c.Transport))
 	}
 	switch c.Format {
 	case FormatIPFIX, FormatJSON:
 	default:
-		errs = append(errs, fmt.Errorf(`"format" %q is not one of ipfix, json`, c.Format))
+		errs = append(errs, fmt.Errorf("format: unknown (got %q); use ipfix or json", c.Format))
 	}
 	switch layout.Kind(c.RecordLayout) {
 	case layout.Aggregate, layout.Proxy:
 	case layout.Agent:
 		if !c.IncludeK8sNames || c.IncludeK8sUIDs {
-			errs = append(errs, errors.New(`"include_k8s_names" and "include_k8s_uids" apply to the aggregate and proxy layouts; the agent layout's 43 IEs are fixed (leave them at true and false)`))
+			errs = append(errs, fmt.Errorf("include_k8s_names, include_k8s_uids: the agent layout's 43 IEs are fixed (got %t, %t); leave them at true and false, or use record_layout aggregate or proxy",
+				c.IncludeK8sNames, c.IncludeK8sUIDs))
 		}
 	default:
-		errs = append(errs, fmt.Errorf(`"record_layout" %q is not one of aggregate, proxy, agent`, c.RecordLayout))
+		errs = append(errs, fmt.Errorf("record_layout: unknown (got %q); use aggregate, proxy or agent", c.RecordLayout))
 	}
 	if c.MaxMessageSize != 0 && (c.MaxMessageSize < minMessageSize || c.MaxMessageSize > maxMessageSize) {
-		errs = append(errs, fmt.Errorf(`"max_message_size" %d is not in %d-%d`, c.MaxMessageSize, minMessageSize, maxMessageSize))
+		errs = append(errs, fmt.Errorf("max_message_size: not in %d-%d (got %d); set a size in that range, or 0 for the transport's default",
+			minMessageSize, maxMessageSize, c.MaxMessageSize))
 	}
 	if c.TemplateRefreshInterval <= 0 {
-		errs = append(errs, fmt.Errorf(`"template_refresh_interval" must be positive, got %s`, c.TemplateRefreshInterval))
+		errs = append(errs, fmt.Errorf("template_refresh_interval: must be positive (got %s); set a duration such as %s",
+			c.TemplateRefreshInterval, defaultTemplateTTL))
 	}
 	if c.ClusterUUID != "" {
 		if _, err := parseClusterUUID(c.ClusterUUID); err != nil {
-			errs = append(errs, fmt.Errorf(`"cluster_uuid": %w`, err))
+			errs = append(errs, fmt.Errorf("cluster_uuid: %w (got %q); use the 8-4-4-4-12 hex form, or leave it unset to use each record's k8s.cluster.uid",
+				err, c.ClusterUUID))
 		}
 	}
 	if len(errs) == 0 && c.Format == FormatIPFIX {
 		// Every template must fit in one message, or no collector can decode anything.
 		v4, v6, err := layout.New(c.layoutOptions())
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("record_layout: %w", err))
 		} else if need := templateMessageLen(v4, v6); need > c.messageSize() {
-			errs = append(errs, fmt.Errorf(`the %s layout's template message is %d bytes; "max_message_size" %d is too small (set at least %d)`,
+			errs = append(errs, fmt.Errorf("max_message_size: too small for the %s layout's %d-byte template message (got %d); set at least %d",
 				c.RecordLayout, need, c.messageSize(), need))
 		}
 	}

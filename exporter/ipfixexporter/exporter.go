@@ -60,7 +60,7 @@ type ipfixExporter struct {
 }
 
 func newExporter(cfg *Config, set exporter.Settings) (*ipfixExporter, error) {
-	tel, err := newTelemetry(set.MeterProvider)
+	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (e *ipfixExporter) start(ctx context.Context, _ component.Host) error {
 	}
 	tlsCfg, err := e.cfg.TLS.LoadTLSConfig(ctx)
 	if err != nil {
-		return fmt.Errorf("ipfix exporter: loading TLS settings: %w", err)
+		return fmt.Errorf("tls: cannot load the certificates (%w); check ca_file, cert_file and key_file", err)
 	}
 	if tlsCfg == nil {
 		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
@@ -104,7 +104,7 @@ func (e *ipfixExporter) shutdown(context.Context) error {
 		e.dropConnection("shutdown")
 	}
 	if n := countRecords(e.resend); n > 0 {
-		e.tel.lost.Add(context.Background(), int64(n), withReason(reasonConnectionLost))
+		e.tel.ExporterIpfixRecordsLost.Add(context.Background(), int64(n), withReason(reasonConnectionLost))
 		e.logger.Warn("IPFIX records written to a failed connection were not resent before shutdown", zap.Int("records", n))
 		e.resend = nil
 	}
@@ -158,7 +158,7 @@ func (e *ipfixExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	if n == 0 {
 		return nil
 	}
-	e.tel.received.Add(ctx, int64(n))
+	e.tel.ExporterIpfixRecordsReceived.Add(ctx, int64(n))
 	enc, err := e.getEncoder()
 	if err != nil { // cannot happen: newExporter built the same layout
 		e.tel.fail(ctx, reasonEncode, int64(n))
@@ -188,7 +188,7 @@ func (e *ipfixExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		if err := e.writeData(ctx, m, now); err != nil {
 			return e.requeue(ctx, ld, msgs[i:], err, true)
 		}
-		e.tel.sent.Add(ctx, int64(records))
+		e.tel.ExporterIpfixRecordsSent.Add(ctx, int64(records))
 	}
 	e.pruneInflight()
 	return nil
@@ -211,9 +211,9 @@ func (e *ipfixExporter) domain(ctx context.Context, odid uint32, now time.Time) 
 		if err := e.conn.write(templateMessage(t, odid, d.seq, now)); err != nil {
 			return nil, e.writeError(err)
 		}
-		e.tel.messages.Add(ctx, 1)
-		e.tel.bytes.Add(ctx, int64(entities.MsgHeaderLength+t.TemplateSetLen()))
-		e.tel.templates.Add(ctx, 1)
+		e.tel.ExporterIpfixMessagesSent.Add(ctx, 1)
+		e.tel.ExporterIpfixBytesSent.Add(ctx, int64(entities.MsgHeaderLength+t.TemplateSetLen()))
+		e.tel.ExporterIpfixTemplatesSent.Add(ctx, 1)
 	}
 	d.templatesSent = now
 	return d, nil
@@ -234,8 +234,8 @@ func (e *ipfixExporter) writeData(ctx context.Context, m *message, now time.Time
 	if err := e.conn.write(m.buf); err != nil {
 		return e.writeError(err)
 	}
-	e.tel.messages.Add(ctx, 1)
-	e.tel.bytes.Add(ctx, int64(len(m.buf)))
+	e.tel.ExporterIpfixMessagesSent.Add(ctx, 1)
+	e.tel.ExporterIpfixBytesSent.Add(ctx, int64(len(m.buf)))
 	if e.stream {
 		if len(m.buf) < cap(m.buf)/4 {
 			// Thousands of small messages can wait for acknowledgement behind a
@@ -253,7 +253,7 @@ func (e *ipfixExporter) writeData(ctx context.Context, m *message, now time.Time
 }
 
 func (e *ipfixExporter) writeError(err error) error {
-	return fmt.Errorf("writing to IPFIX collector %s: %w", e.cfg.Endpoint, err)
+	return fmt.Errorf("endpoint: writing to the IPFIX collector %s failed (%w); the records are retried, check the collector", e.cfg.Endpoint, err)
 }
 
 // pruneInflight forgets the messages TCP has seen acknowledged.
@@ -319,7 +319,7 @@ func (e *ipfixExporter) requeue(ctx context.Context, ld plog.Logs, unwritten []*
 			}
 		}
 	}
-	e.tel.requeued.Add(ctx, int64(kept))
+	e.tel.ExporterIpfixRecordsRequeued.Add(ctx, int64(kept))
 	return consumererror.NewLogs(cause, rest)
 }
 
@@ -345,7 +345,7 @@ func (e *ipfixExporter) dropConnection(reason string) {
 		e.inflight = e.inflight[:0]
 		if over := len(e.resend) - maxResend; over > 0 {
 			n := countRecords(e.resend[:over])
-			e.tel.lost.Add(context.Background(), int64(n), withReason(reasonConnectionLost))
+			e.tel.ExporterIpfixRecordsLost.Add(context.Background(), int64(n), withReason(reasonConnectionLost))
 			e.logger.Error("Too many unacknowledged IPFIX messages to resend; dropping the oldest", zap.Int("records", n))
 			e.resend = append(e.resend[:0], e.resend[over:]...)
 		}
@@ -372,20 +372,21 @@ func (e *ipfixExporter) ensureConnected(ctx context.Context) error {
 	}
 	now := time.Now()
 	if now.Before(e.nextDial) {
-		return fmt.Errorf("not connected to IPFIX collector %s (%w); next attempt in %s",
+		return fmt.Errorf("endpoint: not connected to the IPFIX collector %s (last attempt: %w); next attempt in %s",
 			e.cfg.Endpoint, e.dialErr, e.nextDial.Sub(now).Round(time.Millisecond))
 	}
 	c, err := e.dial(ctx, e.network, e.cfg.Endpoint, e.tlsCfg)
 	if err != nil {
-		e.tel.connections.Add(ctx, 1, resultFailed)
+		e.tel.ExporterIpfixConnections.Add(ctx, 1, resultFailed)
 		e.backoff = min(max(2*e.backoff, backoffInitial), backoffMax)
 		e.nextDial = now.Add(e.backoff)
 		e.dialErr = err
 		e.logger.Warn("Cannot connect to the IPFIX collector", zap.String("endpoint", e.cfg.Endpoint),
 			zap.String("transport", e.cfg.Transport), zap.Error(err), zap.Duration("retry_in", e.backoff))
-		return fmt.Errorf("connecting to IPFIX collector %s over %s: %w", e.cfg.Endpoint, e.cfg.Transport, err)
+		return fmt.Errorf("endpoint: cannot connect to the IPFIX collector %s over %s (%w); check that it listens there and that transport and tls match it",
+			e.cfg.Endpoint, e.cfg.Transport, err)
 	}
-	e.tel.connections.Add(ctx, 1, resultOK)
+	e.tel.ExporterIpfixConnections.Add(ctx, 1, resultOK)
 	e.backoff, e.nextDial, e.dialErr = 0, time.Time{}, nil
 	e.conn = newConnection(c, e.stream)
 	return e.resendUnacknowledged(ctx, now)
@@ -402,7 +403,7 @@ func (e *ipfixExporter) resendUnacknowledged(ctx context.Context, now time.Time)
 			return err
 		}
 		e.resend = e.resend[1:]
-		e.tel.resent.Add(ctx, int64(records))
+		e.tel.ExporterIpfixRecordsResent.Add(ctx, int64(records))
 		e.logger.Debug("Resent an unacknowledged IPFIX message", zap.Int("records", records))
 	}
 	e.resend = nil

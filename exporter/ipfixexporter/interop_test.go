@@ -1,3 +1,5 @@
+//go:build integration
+
 package ipfixexporter
 
 import (
@@ -5,47 +7,10 @@ import (
 	"fmt"
 	"testing"
 
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/exporter/exportertest"
-
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
-	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/metadata"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/testbed/ipfixcollector"
 )
-
-// testExporter builds and starts the exporter's core (no sending queue, so
-// pushLogs results are seen directly), dialing with dial.
-func testExporter(t testing.TB, cfg *Config, dial dialFunc) (*ipfixExporter, *componenttest.Telemetry) {
-	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	tt := componenttest.NewTelemetry()
-	t.Cleanup(func() { _ = tt.Shutdown(context.Background()) })
-	set := exportertest.NewNopSettings(metadata.Type)
-	set.TelemetrySettings = tt.NewTelemetrySettings()
-	e, err := newExporter(cfg, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dial != nil {
-		e.dial = dial
-	}
-	if err := e.start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.shutdown(context.Background()) })
-	return e, tt
-}
-
-func testConfig(endpoint, transport string, kind layout.Kind) *Config {
-	cfg := createDefaultConfig().(*Config)
-	cfg.Endpoint = endpoint
-	cfg.Transport = transport
-	cfg.RecordLayout = string(kind)
-	return cfg
-}
 
 // TestGoIPFIXCollectorDecodesEveryIE sends an IPv4 and an IPv6 record of each
 // layout, over TCP and UDP, to go-ipfix v0.17.0's collector and checks that

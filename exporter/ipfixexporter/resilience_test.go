@@ -1,3 +1,5 @@
+//go:build integration
+
 package ipfixexporter
 
 import (
@@ -13,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
-	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/testbed/ipfixcollector"
 )
 
@@ -34,16 +35,6 @@ func counter(t *testing.T, tt *componenttest.Telemetry, name, reason string) int
 		n += dp.Value
 	}
 	return n
-}
-
-func recordsWithPorts(from, n int) []*flowrecord.Record {
-	out := make([]*flowrecord.Record, n)
-	for i := range out {
-		r := fullRecord(false)
-		r.Source.Port = uint16(from + i)
-		out[i] = r
-	}
-	return out
 }
 
 func ports(recs []ipfixcollector.Record) map[string]bool {
@@ -74,13 +65,13 @@ func TestBadRecordsFailAlone(t *testing.T) {
 	if p := ports(got); len(got) != 2 || !p["1000"] || !p["1002"] {
 		t.Fatalf("collector got %d records with ports %v, want ports 1000 and 1002", len(got), p)
 	}
-	if n := counter(t, tt, "flowtel.ipfix.records.failed", reasonEncode); n != 1 {
+	if n := counter(t, tt, "otelcol_exporter_ipfix_records_failed", reasonEncode); n != 1 {
 		t.Errorf("failed{reason=encode} = %d, want 1", n)
 	}
-	if n := counter(t, tt, "flowtel.ipfix.records.failed", reasonDecode); n != 1 {
+	if n := counter(t, tt, "otelcol_exporter_ipfix_records_failed", reasonDecode); n != 1 {
 		t.Errorf("failed{reason=decode} = %d, want 1", n)
 	}
-	if n := counter(t, tt, "flowtel.ipfix.records.sent", ""); n != 2 {
+	if n := counter(t, tt, "otelcol_exporter_ipfix_records_sent", ""); n != 2 {
 		t.Errorf("sent = %d, want 2", n)
 	}
 }
@@ -129,10 +120,10 @@ func TestCollectorRestart(t *testing.T) {
 			t.Fatalf("record with source port %d sent after the restart did not decode", r.Source.Port)
 		}
 	}
-	if n := counter(t, tt, "flowtel.ipfix.connections", ""); n < 2 {
+	if n := counter(t, tt, "otelcol_exporter_ipfix_connections", ""); n < 2 {
 		t.Errorf("connections = %d, want at least 2 (a reconnection)", n)
 	}
-	if n := counter(t, tt, "flowtel.ipfix.templates.sent", ""); n < 4 {
+	if n := counter(t, tt, "otelcol_exporter_ipfix_templates_sent", ""); n < 4 {
 		t.Errorf("templates sent = %d, want at least 4 (both templates, twice)", n)
 	}
 }
@@ -196,10 +187,10 @@ func TestUnacknowledgedMessagesAreResent(t *testing.T) {
 		duplicates += max(n-1, 0)
 	}
 	t.Logf("%d records resent and decoded after the restart, %d duplicates", len(unacked), duplicates)
-	if n := counter(t, tt, "flowtel.ipfix.records.lost", ""); n != 0 {
+	if n := counter(t, tt, "otelcol_exporter_ipfix_records_lost", ""); n != 0 {
 		t.Errorf("records.lost = %d, want 0", n)
 	}
-	if n := counter(t, tt, "flowtel.ipfix.records.resent", ""); n < int64(len(unacked)) {
+	if n := counter(t, tt, "otelcol_exporter_ipfix_records_resent", ""); n < int64(len(unacked)) {
 		t.Errorf("records.resent = %d, want at least %d", n, len(unacked))
 	}
 }

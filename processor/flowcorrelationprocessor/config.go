@@ -89,17 +89,21 @@ func (k *KubernetesConfig) Validate() error {
 	switch k.AuthType {
 	case k8sindex.AuthServiceAccount:
 		if k.KubeConfig != "" {
-			errs = append(errs, fmt.Errorf("kubeconfig: only used with auth_type: %s", k8sindex.AuthKubeConfig))
+			errs = append(errs, fmt.Errorf("kubeconfig: only used with auth_type %s (got auth_type %s); set auth_type: %s or remove kubeconfig",
+				k8sindex.AuthKubeConfig, k.AuthType, k8sindex.AuthKubeConfig))
 		}
 	case k8sindex.AuthKubeConfig:
 	default:
-		errs = append(errs, fmt.Errorf("auth_type: %q is not %q or %q", k.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
+		errs = append(errs, fmt.Errorf("auth_type: unknown (got %q); use %s (in a Pod) or %s",
+			k.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
 	}
 	if k.WaitForSync && k.WaitForSyncTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true, got %v", k.WaitForSyncTimeout))
+		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true (got %v); set a duration such as 1m, or wait_for_sync: false",
+			k.WaitForSyncTimeout))
 	}
 	if k.DeletedPodRetention <= 0 {
-		errs = append(errs, fmt.Errorf("deleted_pod_retention: must be positive, got %v", k.DeletedPodRetention))
+		errs = append(errs, fmt.Errorf("deleted_pod_retention: must be positive (got %v); set a duration such as %v",
+			k.DeletedPodRetention, k8sindex.DefaultDeletedPodRetention))
 	}
 	return errors.Join(errs...)
 }
@@ -108,20 +112,21 @@ func (k *KubernetesConfig) Validate() error {
 func (c *Config) Validate() error {
 	var errs []error
 	if c.Mode != ModeAggregate && c.Mode != ModeProxy {
-		errs = append(errs, fmt.Errorf("mode: %q is not one of %q, %q", c.Mode, ModeAggregate, ModeProxy))
+		errs = append(errs, fmt.Errorf("mode: unknown (got %q); use %s or %s", c.Mode, ModeAggregate, ModeProxy))
 	}
 	if c.ActiveTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("active_timeout: must be positive, got %v", c.ActiveTimeout))
+		errs = append(errs, fmt.Errorf("active_timeout: must be positive (got %v); set a duration such as %v", c.ActiveTimeout, defaultActiveTimeout))
 	}
 	if c.InactiveTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("inactive_timeout: must be positive, got %v", c.InactiveTimeout))
+		errs = append(errs, fmt.Errorf("inactive_timeout: must be positive (got %v); set a duration such as %v", c.InactiveTimeout, defaultInactiveTimeout))
 	}
 	if c.PairingTimeout < 0 {
-		errs = append(errs, fmt.Errorf("pairing_timeout: must not be negative (0 means %d × active_timeout), got %v",
-			pairingTimeoutFactor, c.PairingTimeout))
+		errs = append(errs, fmt.Errorf("pairing_timeout: must not be negative (got %v); set 0 for %d × active_timeout, or a positive duration",
+			c.PairingTimeout, pairingTimeoutFactor))
 	}
 	if c.MaxRecords <= 0 {
-		errs = append(errs, fmt.Errorf("max_records: must be at least 1, got %d", c.MaxRecords))
+		errs = append(errs, fmt.Errorf("max_records: must be at least 1 (got %d); set the number of connections to hold, such as %d",
+			c.MaxRecords, defaultMaxRecords))
 	}
 	return errors.Join(errs...)
 }

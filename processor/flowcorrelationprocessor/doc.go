@@ -1,3 +1,5 @@
+//go:generate go tool -modfile=../../internal/tools/go.mod go.opentelemetry.io/collector/cmd/mdatagen metadata.yaml
+
 // Package flowcorrelationprocessor implements the flow_correlation processor:
 // the gateway side of flowtel. In aggregate mode it pairs the source-Node and
 // destination-Node halves of each connection (by their correlation key, decision

@@ -106,6 +106,10 @@ func decodeAllLogs(t testing.TB, batches []plog.Logs) []flowrecord.Record {
 	return out
 }
 
+// metricPrefix starts the name of every metric of metadata.yaml, as the
+// collector exports it.
+const metricPrefix = "otelcol_processor_flow_correlation_"
+
 type harness struct {
 	p     *flowProcessor
 	clock *fakeClock

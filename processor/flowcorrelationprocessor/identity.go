@@ -47,15 +47,15 @@ func newIdentity(cfg *KubernetesConfig, logger *zap.Logger, client clientFunc, n
 func (id *identity) start(ctx context.Context) error {
 	client, err := id.client(id.cfg)
 	if err != nil {
-		return fmt.Errorf("flow_correlation kubernetes: %w", err)
+		return fmt.Errorf("kubernetes: no API client (%w); check auth_type and kubeconfig", err)
 	}
 	inf, err := k8sindex.Run(ctx, id.ix, client, id.logger, id.cfg.WaitForSync, id.cfg.WaitForSyncTimeout)
 	if err != nil {
-		return fmt.Errorf("flow_correlation kubernetes: %w", err)
+		return fmt.Errorf("kubernetes: the index did not sync (%w); grant the access named, or raise wait_for_sync_timeout", err)
 	}
 	id.informers = inf
 	if err := id.cluster.Start(ctx, "", id.cfg.WaitForSync, id.cfg.WaitForSyncTimeout, client, id.logger); err != nil {
-		return fmt.Errorf("flow_correlation kubernetes: %w", err)
+		return fmt.Errorf("kubernetes: no cluster UID (%w); grant get on the kube-system Namespace", err)
 	}
 	return nil
 }

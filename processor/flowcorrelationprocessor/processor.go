@@ -2,7 +2,6 @@ package flowcorrelationprocessor
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,21 +68,21 @@ func newProcessorWithClient(set processor.Settings, cfg *Config, next consumer.L
 			MaxRecords:      cfg.MaxRecords,
 		})
 		p.table.OnRelayFolded = func(why aggregate.Reason) {
-			p.tel.relayFolded.Add(context.Background(), 1, withReason(why.String()))
+			p.tel.ProcessorFlowCorrelationRecordsRelayFolded.Add(context.Background(), 1, withReason(why.String()))
 		}
 		p.table.OnPaired = func(wait time.Duration) {
-			p.tel.pairs.Add(context.Background(), 1)
-			p.tel.timeToPair.Record(context.Background(), wait.Seconds())
+			p.tel.ProcessorFlowCorrelationPairs.Add(context.Background(), 1)
+			p.tel.ProcessorFlowCorrelationPairingDuration.Record(context.Background(), wait.Seconds())
 		}
 		p.table.OnLate = func(duplicate bool) {
 			kind := lateReordered
 			if duplicate {
 				kind = lateDuplicate
 			}
-			p.tel.late.Add(context.Background(), 1, kind)
+			p.tel.ProcessorFlowCorrelationRecordsLate.Add(context.Background(), 1, kind)
 		}
-		p.table.OnStale = func() { p.tel.late.Add(context.Background(), 1, lateReplaced) }
-		p.table.OnReplaced = func() { p.tel.replaced.Add(context.Background(), 1) }
+		p.table.OnStale = func() { p.tel.ProcessorFlowCorrelationRecordsLate.Add(context.Background(), 1, lateReplaced) }
+		p.table.OnReplaced = func() { p.tel.ProcessorFlowCorrelationConnectionsReplaced.Add(context.Background(), 1) }
 		p.tick = tickInterval(cfg)
 	}
 	return p, nil
@@ -135,7 +134,7 @@ func (p *flowProcessor) Shutdown(ctx context.Context) error {
 		if p.identity != nil {
 			p.identity.shutdown()
 		}
-		err = errors.Join(err, p.tel.shutdown())
+		p.tel.Shutdown()
 	})
 	return err
 }
@@ -185,10 +184,10 @@ func (p *flowProcessor) emitter(ctx context.Context, b *batch) aggregate.Emit {
 		}
 		b.add(r)
 		if r.Correlation == flowrecord.CorrelationUnpaired && why != aggregate.ReasonActiveTimeout && why != aggregate.ReasonInactive {
-			p.tel.unpaired.Add(ctx, 1, withReason(why.String()))
+			p.tel.ProcessorFlowCorrelationRecordsUnpaired.Add(ctx, 1, withReason(why.String()))
 		}
 		if why == aggregate.ReasonEvicted {
-			p.tel.earlyExported.Add(ctx, 1)
+			p.tel.ProcessorFlowCorrelationRecordsEarlyExported.Add(ctx, 1)
 		}
 	}
 }
@@ -249,7 +248,7 @@ func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, recs []flow
 			}
 		}
 	}
-	p.tel.received.Add(ctx, received)
+	p.tel.ProcessorFlowCorrelationRecordsReceived.Add(ctx, received)
 	return recs
 }
 
@@ -265,13 +264,13 @@ func clusterUID(res pcommon.Resource) string {
 // decodeOne decodes lr into r and reports whether r can be used.
 func (p *flowProcessor) decodeOne(ctx context.Context, lr plog.LogRecord, r *flowrecord.Record) bool {
 	if err := flowrecord.Decode(lr, r); err != nil {
-		p.tel.dropped.Add(ctx, 1, withReason(reasonDecodeError))
+		p.tel.ProcessorFlowCorrelationRecordsDropped.Add(ctx, 1, withReason(reasonDecodeError))
 		p.logger.Error("dropping a flow record that does not decode", zap.Error(err))
 		return false
 	}
 	if p.table != nil && r.End.IsZero() {
 		// Without an end time there is no ordering and no throughput (Antrea drops these too).
-		p.tel.dropped.Add(ctx, 1, withReason(reasonMissingTimestamp))
+		p.tel.ProcessorFlowCorrelationRecordsDropped.Add(ctx, 1, withReason(reasonMissingTimestamp))
 		p.logger.Error("dropping a flow record without an end time (LogRecord Timestamp is 0)",
 			zap.String("flow.key", r.Key))
 		return false
@@ -308,7 +307,7 @@ func (p *flowProcessor) proxy(ctx context.Context, ld plog.Logs) error {
 				}
 				if r.Reporter.Side == flowrecord.SideRelay {
 					// A copy of its Node's destination half, only for pairing.
-					p.tel.relayFolded.Add(ctx, 1, withReason(ModeProxy))
+					p.tel.ProcessorFlowCorrelationRecordsRelayFolded.Add(ctx, 1, withReason(ModeProxy))
 					return true
 				}
 				flowrecord.Encode(&r, lr)
@@ -319,18 +318,18 @@ func (p *flowProcessor) proxy(ctx context.Context, ld plog.Logs) error {
 			})
 		}
 	}
-	p.tel.received.Add(ctx, received)
+	p.tel.ProcessorFlowCorrelationRecordsReceived.Add(ctx, received)
 	n := ld.LogRecordCount()
 	if n == 0 {
 		return nil
 	}
 	if err := p.next.ConsumeLogs(ctx, ld); err != nil {
-		p.tel.failed.Add(ctx, int64(n), withReason(reasonDownstreamError))
+		p.tel.ProcessorFlowCorrelationRecordsFailed.Add(ctx, int64(n), withReason(reasonDownstreamError))
 		return err
 	}
 	for st, c := range byState {
 		if c > 0 {
-			p.tel.emitted.Add(ctx, c, stateOption(flowrecord.CorrelationState(st)))
+			p.tel.ProcessorFlowCorrelationRecordsEmitted.Add(ctx, c, stateOption(flowrecord.CorrelationState(st)))
 		}
 	}
 	return nil

@@ -37,7 +37,7 @@ func TestAggregatePairsAndEmitsAtOnce(t *testing.T) {
 
 	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src)))
 	assert.Zero(t, sink.LogRecordCount(), "the first half waits for its peer")
-	assert.EqualValues(t, 1, h.sum(t, "records.pending"))
+	assert.EqualValues(t, 1, h.sum(t, "records_pending"))
 
 	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(dst)))
 	got := decodeAllLogs(t, sink.AllLogs())
@@ -53,12 +53,12 @@ func TestAggregatePairsAndEmitsAtOnce(t *testing.T) {
 	assert.Equal(t, flowrecord.KeyHash(src.Key), sink.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).TraceID())
 	assert.Equal(t, metadata.ScopeName, sink.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).Scope().Name())
 
-	assert.EqualValues(t, 2, h.sum(t, "records.received"))
+	assert.EqualValues(t, 2, h.sum(t, "records_received"))
 	assert.EqualValues(t, 1, h.sum(t, "pairs"))
-	assert.EqualValues(t, 1, h.sum(t, "records.emitted", state("paired")))
-	assert.EqualValues(t, 0, h.sum(t, "records.pending"))
-	assert.EqualValues(t, 1, h.sum(t, "connections.held"))
-	m, err := h.tel.GetMetric(metricPrefix + "pairing.duration")
+	assert.EqualValues(t, 1, h.sum(t, "records_emitted", state("paired")))
+	assert.EqualValues(t, 0, h.sum(t, "records_pending"))
+	assert.EqualValues(t, 1, h.sum(t, "connections_held"))
+	m, err := h.tel.GetMetric(metricPrefix + "pairing_duration")
 	require.NoError(t, err)
 	assert.Equal(t, "s", m.Unit)
 }
@@ -76,9 +76,9 @@ func TestTimersRunInTheProcessorsGoroutine(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, flowrecord.CorrelationUnpaired, got[0].Correlation)
 	assert.False(t, got[0].Evicted)
-	assert.EqualValues(t, 1, h.sum(t, "records.unpaired", reason("pairing_timeout")))
-	assert.EqualValues(t, 1, h.sum(t, "records.emitted", state("unpaired")))
-	assert.EqualValues(t, 0, h.sum(t, "connections.held"))
+	assert.EqualValues(t, 1, h.sum(t, "records_unpaired", reason("pairing_timeout")))
+	assert.EqualValues(t, 1, h.sum(t, "records_emitted", state("unpaired")))
+	assert.EqualValues(t, 0, h.sum(t, "connections_held"))
 }
 
 func TestActiveTimeoutReexportsOnlyNewData(t *testing.T) {
@@ -131,9 +131,9 @@ func TestUndecodableRecordIsDroppedAloneAndCounted(t *testing.T) {
 	got := decodeAllLogs(t, sink.AllLogs())
 	require.Len(t, got, 1, "the good records of the batch still pair")
 	assert.Equal(t, flowrecord.CorrelationPaired, got[0].Correlation)
-	assert.EqualValues(t, 5, h.sum(t, "records.received"))
-	assert.EqualValues(t, 2, h.sum(t, "records.dropped", reason("decode_error")))
-	assert.EqualValues(t, 1, h.sum(t, "records.dropped", reason("missing_timestamp")))
+	assert.EqualValues(t, 5, h.sum(t, "records_received"))
+	assert.EqualValues(t, 2, h.sum(t, "records_dropped", reason("decode_error")))
+	assert.EqualValues(t, 1, h.sum(t, "records_dropped", reason("missing_timestamp")))
 
 	var msgs []string
 	for _, e := range logs.All() {
@@ -175,7 +175,7 @@ func TestRetryableDownstreamErrorIsRetried(t *testing.T) {
 	src, dst := interNode(1, t0.Add(time.Second), 1000, 1020)
 	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src, dst)), "the data is held by the processor, not handed back")
 	assert.Zero(t, next.LogRecordCount())
-	assert.EqualValues(t, 1, h.sum(t, "records.retried"))
+	assert.EqualValues(t, 1, h.sum(t, "records_retried"))
 
 	h.clock.advance(time.Second) // first retry: refused again, backoff doubles
 	assert.Zero(t, next.LogRecordCount())
@@ -185,8 +185,8 @@ func TestRetryableDownstreamErrorIsRetried(t *testing.T) {
 	got := decodeAllLogs(t, next.AllLogs())
 	require.Len(t, got, 1)
 	assert.Equal(t, flowrecord.CorrelationPaired, got[0].Correlation)
-	assert.EqualValues(t, 1, h.sum(t, "records.emitted", state("paired")))
-	assert.EqualValues(t, 0, h.sum(t, "records.failed"))
+	assert.EqualValues(t, 1, h.sum(t, "records_emitted", state("paired")))
+	assert.EqualValues(t, 0, h.sum(t, "records_failed"))
 }
 
 func TestRetriesGiveUpCounted(t *testing.T) {
@@ -197,7 +197,7 @@ func TestRetriesGiveUpCounted(t *testing.T) {
 	for range 12 {
 		h.clock.advance(30 * time.Second)
 	}
-	assert.EqualValues(t, 1, h.sum(t, "records.failed", reason("retry_exhausted")))
+	assert.EqualValues(t, 1, h.sum(t, "records_failed", reason("retry_exhausted")))
 	assert.Zero(t, h.p.out.waiting())
 }
 
@@ -206,7 +206,7 @@ func TestPermanentDownstreamErrorIsCounted(t *testing.T) {
 	h := newHarness(t, aggregateConfig(), next)
 	src, dst := interNode(1, t0.Add(time.Second), 1000, 1020)
 	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src, dst)))
-	assert.EqualValues(t, 1, h.sum(t, "records.failed", reason("downstream_permanent_error")))
+	assert.EqualValues(t, 1, h.sum(t, "records_failed", reason("downstream_permanent_error")))
 	assert.Zero(t, h.p.out.waiting(), "a permanent error is not retried")
 }
 
@@ -238,7 +238,7 @@ func TestShutdownExportsEverythingHeld(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 3, unpaired)
-	assert.EqualValues(t, 3, h.sum(t, "records.unpaired", reason("flush")))
+	assert.EqualValues(t, 3, h.sum(t, "records_unpaired", reason("flush")))
 }
 
 func TestShutdownCountsWhatCannotBeDelivered(t *testing.T) {
@@ -247,7 +247,7 @@ func TestShutdownCountsWhatCannotBeDelivered(t *testing.T) {
 	src, _ := interNode(1, t0.Add(time.Second), 1000, 0)
 	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src)))
 	require.NoError(t, h.p.Shutdown(ctx))
-	assert.EqualValues(t, 1, h.sum(t, "records.failed", reason("undeliverable_at_shutdown")))
+	assert.EqualValues(t, 1, h.sum(t, "records_failed", reason("undeliverable_at_shutdown")))
 }
 
 func TestMaxRecordsExportsEarly(t *testing.T) {
@@ -263,8 +263,8 @@ func TestMaxRecordsExportsEarly(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.True(t, got[0].Evicted)
 	assert.Equal(t, flowrecord.CorrelationUnpaired, got[0].Correlation)
-	assert.EqualValues(t, 1, h.sum(t, "records.early_exported"))
-	assert.EqualValues(t, 2, h.sum(t, "records.pending"))
+	assert.EqualValues(t, 1, h.sum(t, "records_early_exported"))
+	assert.EqualValues(t, 2, h.sum(t, "records_pending"))
 }
 
 func TestProxyMode(t *testing.T) {
@@ -307,14 +307,14 @@ func TestProxyMode(t *testing.T) {
 	assert.Equal(t, flowrecord.Origin{ObservationDomainID: 7, ExporterAddress: netip.MustParseAddr("192.0.2.7")}, got[6].Origin,
 		"an original exporter already named is kept")
 	assert.Equal(t, "node-x", sink.AllLogs()[0].ResourceLogs().At(0).Resource().Attributes().AsRaw()["k8s.node.name"], "resource kept")
-	assert.EqualValues(t, 8, h.sum(t, "records.received"))
-	assert.EqualValues(t, 1, h.sum(t, "records.dropped", reason("decode_error")))
-	assert.EqualValues(t, 7, h.sum(t, "records.emitted", state("none")))
+	assert.EqualValues(t, 8, h.sum(t, "records_received"))
+	assert.EqualValues(t, 1, h.sum(t, "records_dropped", reason("decode_error")))
+	assert.EqualValues(t, 7, h.sum(t, "records_emitted", state("none")))
 
 	// Stateless: a downstream error goes back to the sender, counted.
 	h2 := newHarness(t, cfg, consumertest.NewErr(errors.New("down")))
 	require.Error(t, h2.p.ConsumeLogs(ctx, logsOf(src)))
-	assert.EqualValues(t, 1, h2.sum(t, "records.failed", reason("downstream_error")))
+	assert.EqualValues(t, 1, h2.sum(t, "records_failed", reason("downstream_error")))
 }
 
 // A duplicate and a reordered export are counted by kind (nothing is set
@@ -333,8 +333,8 @@ func TestLateRecordsAreCounted(t *testing.T) {
 		sum += r.Aggregation.StatsFromSource.OctetDelta
 	}
 	assert.Equal(t, uint64(3000), sum, "the source's deltas add up to its total")
-	assert.EqualValues(t, 1, h.sum(t, "records.late", attribute.String("kind", "duplicate")))
-	assert.EqualValues(t, 1, h.sum(t, "records.late", attribute.String("kind", "reordered")))
+	assert.EqualValues(t, 1, h.sum(t, "records_late", attribute.String("kind", "duplicate")))
+	assert.EqualValues(t, 1, h.sum(t, "records_late", attribute.String("kind", "reordered")))
 }
 
 // A tuple reused by a new connection: the held one is finished and
@@ -356,6 +356,6 @@ func TestTupleReuseIsCounted(t *testing.T) {
 		sums[r.Start] += r.Stats.OctetDelta
 	}
 	assert.Equal(t, map[time.Time]uint64{t0: 5000, newSrc.Start: 300}, sums, "each connection's deltas add up to its own total")
-	assert.EqualValues(t, 1, h.sum(t, "connections.replaced"))
-	assert.EqualValues(t, 1, h.sum(t, "records.late", attribute.String("kind", "replaced")))
+	assert.EqualValues(t, 1, h.sum(t, "connections_replaced"))
+	assert.EqualValues(t, 1, h.sum(t, "records_late", attribute.String("kind", "replaced")))
 }

@@ -25,5 +25,5 @@ func TestProxyModeFoldsRelayLegs(t *testing.T) {
 	got := decodeAllLogs(t, sink.AllLogs())
 	require.Len(t, got, 1)
 	assert.Equal(t, flowrecord.SideDestination, got[0].Reporter.Side)
-	assert.EqualValues(t, 1, h.sum(t, "records.relay_folded", reason("proxy")))
+	assert.EqualValues(t, 1, h.sum(t, "records_relay_folded", reason("proxy")))
 }

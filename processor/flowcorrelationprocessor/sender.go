@@ -99,7 +99,7 @@ func (s *sender) send(ctx context.Context, b *batch, now time.Time) {
 	if s.settled(ctx, b, err) {
 		return
 	}
-	s.tel.retried.Add(ctx, int64(b.len()))
+	s.tel.ProcessorFlowCorrelationRecordsRetried.Add(ctx, int64(b.len()))
 	s.logger.Warn("next consumer refused flow records; will retry", zap.Int("records", b.len()), zap.Error(err))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,7 +120,7 @@ func (s *sender) settled(ctx context.Context, b *batch, err error) bool {
 	case err == nil:
 		for st, n := range b.byState {
 			if n > 0 {
-				s.tel.emitted.Add(ctx, n, stateOption(flowrecord.CorrelationState(st)))
+				s.tel.ProcessorFlowCorrelationRecordsEmitted.Add(ctx, n, stateOption(flowrecord.CorrelationState(st)))
 			}
 		}
 		return true
@@ -132,7 +132,7 @@ func (s *sender) settled(ctx context.Context, b *batch, err error) bool {
 }
 
 func (s *sender) fail(ctx context.Context, b *batch, reason string, err error) {
-	s.tel.failed.Add(ctx, int64(b.len()), withReason(reason))
+	s.tel.ProcessorFlowCorrelationRecordsFailed.Add(ctx, int64(b.len()), withReason(reason))
 	s.logger.Error("flow records lost: the next consumer did not accept them",
 		zap.Int("records", b.len()), zap.String("reason", reason), zap.Error(err))
 }

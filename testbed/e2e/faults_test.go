@@ -319,10 +319,10 @@ func (b *bed) logPairing(t *testing.T, conn clickhouse.Conn, sent int) {
 // lossMetric matches the telemetry that counts records a collector gave up:
 // flowtel's own failed/dropped/lost/shed counters and the collector's refused
 // and send-failed counts. Retried insert failures are not losses.
-var lossMetric = regexp.MustCompile(`^((flowtel|otelcol_(receiver|processor|exporter))_\w*(records_failed|records_dropped|records_lost|connections_shed)\w*|otelcol_exporter_(send|enqueue)_failed_log_records\w*|otelcol_receiver_(refused|failed)_log_records\w*|otelcol_processor_\w*refused\w*)(\{|$)`)
+var lossMetric = regexp.MustCompile(`^(otelcol_(receiver|processor|exporter)_\w*(records_failed|records_dropped|records_lost|connections_shed)\w*|otelcol_exporter_(send|enqueue)_failed_log_records\w*|otelcol_receiver_(refused|failed)_log_records\w*|otelcol_processor_\w*refused\w*)(\{|$)`)
 
 // recoveryMetric matches the counters of records a fault made flowtel send again.
-var recoveryMetric = regexp.MustCompile(`^(flowtel_\w*(requeued|resent|retried|insert_failed|unpaired)|otelcol_loadbalancer_backend_outcome\w*\{.*success="false"|otelcol_exporter_\w*retr)`)
+var recoveryMetric = regexp.MustCompile(`^(otelcol_(receiver|processor|exporter)_\w*(requeued|resent|retried|insert_failed|unpaired)|otelcol_loadbalancer_backend_outcome\w*\{.*success="false"|otelcol_exporter_\w*retr)`)
 
 // lossCounters scrapes a collector's non-zero loss counters.
 func lossCounters(p *collector.Process) (map[string]float64, error) {

@@ -31,7 +31,7 @@ import (
 // collector that routes them as node collectors do (load_balancing on
 // flow.key), in front of 1 or 3 gateway replicas (flow_correlation, OTLP out
 // to a counting receiver in the test). Reported: paired records/s out,
-// records/s in, pairing latency (from flowtel.flow_correlation.pairing.duration),
+// records/s in, pairing latency (from otelcol_processor_flow_correlation_pairing_duration),
 // peak RSS of the gateways and their CPU. Records in == records out is checked
 // with flowtel's own counters as the witness. Run: make load.
 func BenchmarkGateway(b *testing.B) {
@@ -113,8 +113,8 @@ func benchmarkGateway(b *testing.B, replicas, conns int) {
 	}
 	in := 2 * conns
 	assert.Equal(b, float64(in), sum([]*collector.Process{front}, "otelcol_exporter_sent_log_records"), "records the front collector routed")
-	assert.Equal(b, float64(in), sum(gateways, "flowtel_flow_correlation_records_received"), "records the gateways received")
-	assert.Equal(b, float64(conns), sum(gateways, "flowtel_flow_correlation_pairs"), "pairs")
+	assert.Equal(b, float64(in), sum(gateways, "otelcol_processor_flow_correlation_records_received"), "records the gateways received")
+	assert.Equal(b, float64(conns), sum(gateways, "otelcol_processor_flow_correlation_pairs"), "pairs")
 	assert.Equal(b, int64(conns), out.Load(), "paired records at the receiver")
 	assert.Zero(b, notPaired.Load(), "records out that are not paired")
 	assert.Zero(b, undecodable.Load(), "records out that do not decode")
@@ -124,7 +124,7 @@ func benchmarkGateway(b *testing.B, replicas, conns int) {
 		assert.Empty(b, lost, "%s counted records as not delivered", p.Name)
 	}
 
-	p50, p99, mean := histogram(b, gateways, "flowtel_flow_correlation_pairing_duration")
+	p50, p99, mean := histogram(b, gateways, "otelcol_processor_flow_correlation_pairing_duration")
 	b.ReportMetric(float64(conns)/elapsed.Seconds(), "paired-records/s")
 	b.ReportMetric(float64(in)/sent.Seconds(), "records-in/s")
 	b.ReportMetric(mean*1000, "pairing-mean-ms")
@@ -247,6 +247,9 @@ func loadHalves(i int, now time.Time) (src, dst *flowrecord.Record) {
 	src, dst = mk(), mk()
 	src.Reporter = flowrecord.Reporter{NodeName: "load-node-a", Side: flowrecord.SideSource}
 	dst.Reporter = flowrecord.Reporter{NodeName: "load-node-b", Side: flowrecord.SideDestination}
+	// The source Node translated the ClusterIP: the destination Node's
+	// conntrack sees the connection arrive for the endpoint, not DNATed.
+	dst.OriginalDestinationAddress, dst.OriginalDestinationPort = dst.Destination.Address, dst.Destination.Port
 	src.Key, dst.Key = src.CorrelationKey(), dst.CorrelationKey()
 	return src, dst
 }
