@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/flowtel/flowtel/internal/components"
+	"github.com/flowtel/flowtel/distributions"
 )
 
 // collector is one collector a deployment path runs: its distribution, the
@@ -38,7 +38,7 @@ type collector struct {
 
 // distribution tells the distribution from the image name.
 func distribution(image string) (string, error) {
-	for _, d := range []string{components.Node, components.Gateway} {
+	for _, d := range []string{distributions.Node, distributions.Gateway} {
 		if strings.Contains(image, "/"+d+":") {
 			return d, nil
 		}
@@ -242,7 +242,7 @@ func (c collector) validate(t *testing.T) map[string]any {
 	if err := os.WriteFile(file, c.config, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	factories, err := components.Factories(c.dist)
+	factories, err := distributions.Factories(c.dist)
 	if err != nil {
 		t.Fatal(err)
 	}
