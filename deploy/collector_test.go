@@ -137,18 +137,51 @@ func containerNamed(t testing.TB, what string, cs []corev1.Container, name strin
 	return nil
 }
 
-// configFromConfigMap follows --config=<path> to the mounted ConfigMap key.
+// configFromConfigMap follows every --config=<path> to its mounted ConfigMap
+// key and merges the files as the collector does (maps merge, lists replace).
 func configFromConfigMap(t testing.TB, what string, objs []*unstructured.Unstructured, namespace string, c *corev1.Container, volumes []corev1.Volume) []byte {
 	t.Helper()
-	var file string
+	var merged map[string]any
 	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
-		if v, ok := strings.CutPrefix(a, "--config="); ok {
-			file = v
+		if file, ok := strings.CutPrefix(a, "--config="); ok {
+			var m map[string]any
+			if err := yaml.Unmarshal(configFile(t, what, objs, namespace, c, volumes, file), &m); err != nil {
+				t.Fatalf("%s: --config=%s: %v", what, file, err)
+			}
+			merged = mergeConfig(merged, m)
 		}
 	}
-	if file == "" {
+	if merged == nil {
 		t.Fatalf("%s: no --config=<file> argument", what)
 	}
+	out, err := yaml.Marshal(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// mergeConfig merges src over dst the way the collector merges several
+// --config files: maps merge key by key, anything else is replaced.
+func mergeConfig(dst, src map[string]any) map[string]any {
+	if dst == nil {
+		dst = map[string]any{}
+	}
+	for k, v := range src {
+		sm, sok := v.(map[string]any)
+		dm, dok := dst[k].(map[string]any)
+		if sok && dok {
+			dst[k] = mergeConfig(dm, sm)
+		} else {
+			dst[k] = v
+		}
+	}
+	return dst
+}
+
+// configFile reads the ConfigMap key a mounted configuration file is.
+func configFile(t testing.TB, what string, objs []*unstructured.Unstructured, namespace string, c *corev1.Container, volumes []corev1.Volume, file string) []byte {
+	t.Helper()
 	m, vol := mountOf(c.VolumeMounts, volumes, file)
 	if vol == nil || vol.ConfigMap == nil {
 		t.Fatalf("%s: --config=%s is not in a mounted ConfigMap", what, file)

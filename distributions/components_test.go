@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/otelcol/otelcoltest"
 	"gopkg.in/yaml.v3"
 )
 
@@ -139,4 +140,20 @@ func aliasOf(imports map[string]string, pkg string) string {
 		}
 	}
 	return ""
+}
+
+// Each distribution's config.yaml loads and validates against the
+// distribution's factories, with the environment a Pod gives it.
+func TestConfigsValidate(t *testing.T) {
+	t.Setenv("K8S_NODE_NAME", "node-1")
+	t.Setenv("POD_NAMESPACE", "flowtel")
+	for _, name := range Names() {
+		t.Run(name, func(t *testing.T) {
+			factories, err := Factories(name)
+			require.NoError(t, err)
+			cfg, err := otelcoltest.LoadConfigAndValidate(Config(name), factories)
+			require.NoError(t, err)
+			assert.NotEmpty(t, cfg.Service.Pipelines)
+		})
+	}
 }
