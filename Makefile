@@ -18,10 +18,6 @@ TAGS         := integration
 # make demo DEMO_HOLD=10m keeps the demo cluster up for queries
 DEMO_HOLD    ?= 0s
 
-manifest = $(if $(filter flowtel,$(1)),builder-config.yaml,distributions/$(1)/manifest.yaml)
-
-.SECONDEXPANSION:
-
 .PHONY: help
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -34,11 +30,11 @@ deps: ## Install the system packages the tests need (apt; idempotent, needs root
 build: $(addprefix $(BUILD_DIR)/,$(DISTRIBUTIONS)) ## Build the three distributions with OCB into _build/
 
 # Rebuild a distribution when its manifest or any Go source changes.
-$(BUILD_DIR)/%: $$(call manifest,%) go.mod $(shell git ls-files '*.go' 2>/dev/null)
+$(BUILD_DIR)/%: distributions/%/manifest.yaml go.mod $(shell git ls-files '*.go' 2>/dev/null)
 	@mkdir -p $(BUILD_DIR)
 	@echo "build: $* with OCB (cold caches: ~3 min each; log in $(BUILD_DIR)/$*.build.log)"
-	@$(OCB) --config $(call manifest,$*) > $(BUILD_DIR)/$*.build.log 2>&1 || { cat $(BUILD_DIR)/$*.build.log; exit 1; }
-	@scripts/check-distribution.sh $(call manifest,$*) $(BUILD_DIR)/$*/$* distributions/$*/config.yaml
+	@$(OCB) --config distributions/$*/manifest.yaml > $(BUILD_DIR)/$*.build.log 2>&1 || { cat $(BUILD_DIR)/$*.build.log; exit 1; }
+	@scripts/check-distribution.sh distributions/$*/manifest.yaml $(BUILD_DIR)/$*/$* distributions/$*/config.yaml
 	@touch $@
 
 .PHONY: peers

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/flowtel/flowtel/internal/components"
+	"github.com/flowtel/flowtel/distributions"
 )
 
 // collector is one collector a deployment path runs: its distribution, the
@@ -38,7 +38,7 @@ type collector struct {
 
 // distribution tells the distribution from the image name.
 func distribution(image string) (string, error) {
-	for _, d := range []string{components.Node, components.Gateway} {
+	for _, d := range []string{distributions.Node, distributions.Gateway} {
 		if strings.Contains(image, "/"+d+":") {
 			return d, nil
 		}
@@ -137,18 +137,51 @@ func containerNamed(t testing.TB, what string, cs []corev1.Container, name strin
 	return nil
 }
 
-// configFromConfigMap follows --config=<path> to the mounted ConfigMap key.
+// configFromConfigMap follows every --config=<path> to its mounted ConfigMap
+// key and merges the files as the collector does (maps merge, lists replace).
 func configFromConfigMap(t testing.TB, what string, objs []*unstructured.Unstructured, namespace string, c *corev1.Container, volumes []corev1.Volume) []byte {
 	t.Helper()
-	var file string
+	var merged map[string]any
 	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
-		if v, ok := strings.CutPrefix(a, "--config="); ok {
-			file = v
+		if file, ok := strings.CutPrefix(a, "--config="); ok {
+			var m map[string]any
+			if err := yaml.Unmarshal(configFile(t, what, objs, namespace, c, volumes, file), &m); err != nil {
+				t.Fatalf("%s: --config=%s: %v", what, file, err)
+			}
+			merged = mergeConfig(merged, m)
 		}
 	}
-	if file == "" {
+	if merged == nil {
 		t.Fatalf("%s: no --config=<file> argument", what)
 	}
+	out, err := yaml.Marshal(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// mergeConfig merges src over dst the way the collector merges several
+// --config files: maps merge key by key, anything else is replaced.
+func mergeConfig(dst, src map[string]any) map[string]any {
+	if dst == nil {
+		dst = map[string]any{}
+	}
+	for k, v := range src {
+		sm, sok := v.(map[string]any)
+		dm, dok := dst[k].(map[string]any)
+		if sok && dok {
+			dst[k] = mergeConfig(dm, sm)
+		} else {
+			dst[k] = v
+		}
+	}
+	return dst
+}
+
+// configFile reads the ConfigMap key a mounted configuration file is.
+func configFile(t testing.TB, what string, objs []*unstructured.Unstructured, namespace string, c *corev1.Container, volumes []corev1.Volume, file string) []byte {
+	t.Helper()
 	m, vol := mountOf(c.VolumeMounts, volumes, file)
 	if vol == nil || vol.ConfigMap == nil {
 		t.Fatalf("%s: --config=%s is not in a mounted ConfigMap", what, file)
@@ -242,7 +275,7 @@ func (c collector) validate(t *testing.T) map[string]any {
 	if err := os.WriteFile(file, c.config, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	factories, err := components.Factories(c.dist)
+	factories, err := distributions.Factories(c.dist)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/flowtel/flowtel/internal/components"
+	"github.com/flowtel/flowtel/distributions"
 )
 
 // rendered is one way of deploying flowtel, rendered to objects.
@@ -90,10 +90,10 @@ func checkWorkloads(t *testing.T, r rendered) {
 	for _, c := range workloadCollectors(t, r.name, r.objs) {
 		byDist[c.dist] = append(byDist[c.dist], c)
 	}
-	if len(byDist[components.Node]) != 1 || len(byDist[components.Gateway]) != 1 {
-		t.Fatalf("want one node and one gateway collector, got %d and %d", len(byDist[components.Node]), len(byDist[components.Gateway]))
+	if len(byDist[distributions.Node]) != 1 || len(byDist[distributions.Gateway]) != 1 {
+		t.Fatalf("want one node and one gateway collector, got %d and %d", len(byDist[distributions.Node]), len(byDist[distributions.Gateway]))
 	}
-	node, gw := byDist[components.Node][0], byDist[components.Gateway][0]
+	node, gw := byDist[distributions.Node][0], byDist[distributions.Gateway][0]
 	nodeRaw, gwRaw := node.validate(t), gw.validate(t)
 	if nodeRaw == nil || gwRaw == nil {
 		return

@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/flowtel/flowtel/internal/components"
+	"github.com/flowtel/flowtel/distributions"
 )
 
 // Each distribution's Dockerfile copies the binary its OCB manifest builds
@@ -20,13 +20,8 @@ import (
 // checks the Dockerfiles against the build rather than building them.
 func TestDockerfilesMatchTheBuild(t *testing.T) {
 	root := repoRoot()
-	manifests := map[string]string{
-		components.Full:    "builder-config.yaml",
-		components.Node:    "distributions/flowtel-node/manifest.yaml",
-		components.Gateway: "distributions/flowtel-gateway/manifest.yaml",
-	}
-	wantRoot := map[string]bool{components.Full: true, components.Node: true, components.Gateway: false}
-	for _, dist := range components.Names() {
+	wantRoot := map[string]bool{distributions.Full: true, distributions.Node: true, distributions.Gateway: false}
+	for _, dist := range distributions.Names() {
 		t.Run(dist, func(t *testing.T) {
 			var m struct {
 				Dist struct {
@@ -34,7 +29,7 @@ func TestDockerfilesMatchTheBuild(t *testing.T) {
 					OutputPath string `yaml:"output_path"`
 				} `yaml:"dist"`
 			}
-			b, err := os.ReadFile(filepath.Join(root, manifests[dist]))
+			b, err := os.ReadFile(distributions.Manifest(dist))
 			if err != nil {
 				t.Fatal(err)
 			}

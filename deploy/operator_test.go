@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/flowtel/flowtel/internal/components"
+	"github.com/flowtel/flowtel/distributions"
 )
 
 func operatorCRs(t *testing.T) (node, gateway *unstructured.Unstructured) {
@@ -38,7 +38,7 @@ func operatorCRs(t *testing.T) (node, gateway *unstructured.Unstructured) {
 func TestOperatorCollectors(t *testing.T) {
 	nodeCR, gwCR := operatorCRs(t)
 	node, gw := operatorCollector(t, "operator", nodeCR), operatorCollector(t, "operator", gwCR)
-	if node.dist != components.Node || gw.dist != components.Gateway {
+	if node.dist != distributions.Node || gw.dist != distributions.Gateway {
 		t.Fatalf("images: node CR runs %s, gateway CR runs %s", node.dist, gw.dist)
 	}
 	nodeRaw, gwRaw := node.validate(t), gw.validate(t)

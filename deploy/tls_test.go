@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/confmap"
 
-	"github.com/flowtel/flowtel/internal/components"
+	"github.com/flowtel/flowtel/distributions"
 )
 
 // secretFiles maps the Secrets deploy/certs.sh creates to the files it writes.
@@ -85,9 +85,9 @@ func nodeAndGateway(t *testing.T, cols []collector) (node, gw collector) {
 	t.Helper()
 	for _, c := range cols {
 		switch c.dist {
-		case components.Node:
+		case distributions.Node:
 			node = c
-		case components.Gateway:
+		case distributions.Gateway:
 			gw = c
 		}
 	}

@@ -13,5 +13,5 @@ if [ "$want" != "$got" ]; then
   exit 1
 fi
 echo "$binary: $(echo "$got" | wc -l) components as in $manifest"
-K8S_NODE_NAME=${K8S_NODE_NAME:-validate-node} "$binary" validate --config "$config"
+K8S_NODE_NAME=${K8S_NODE_NAME:-validate-node} POD_NAMESPACE=${POD_NAMESPACE:-flowtel} "$binary" validate --config "$config"
 echo "$binary: $config is valid"

@@ -1,5 +1,5 @@
 // Package collector runs flowtel's built distributions as child processes, the
-// way users run them: a binary, a config file, environment variables. It waits
+// way users run them: a binary, config files, environment variables. It waits
 // for the health_check extension before returning and stops the process with
 // SIGTERM so the collector shuts down gracefully (flushing what it holds).
 package collector
@@ -48,16 +48,20 @@ type Process struct {
 type Options struct {
 	Name   string // for logs and errors
 	Binary string
-	Config string // YAML; ${env:X} references are resolved by the collector
-	Env    []string
-	Dir    string // where the config and the log are written
+	// Configs are configuration files given first, e.g. a distribution's
+	// shipped config.yaml; Config, written to a file, comes last. The collector
+	// merges them in order (maps merge, lists replace).
+	Configs []string
+	Config  string // YAML; ${env:X} references are resolved by the collector
+	Env     []string
+	Dir     string // where the config and the log are written
 	// HealthPort and MetricsPort are the health_check and Prometheus telemetry
 	// ports the config uses (FreePort picks them); 0 skips the wait / scrape.
 	HealthPort  int
 	MetricsPort int
 }
 
-// Start writes the config, starts the collector and waits until health_check
+// Start writes Config, starts the collector on Configs and Config, and waits until health_check
 // reports it ready (or it exits, or the context ends).
 func Start(ctx context.Context, o Options) (*Process, error) {
 	cfgPath := filepath.Join(o.Dir, o.Name+".yaml")
@@ -69,7 +73,11 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(o.Binary, "--config", cfgPath)
+	var args []string
+	for _, c := range append(append([]string{}, o.Configs...), cfgPath) {
+		args = append(args, "--config", c)
+	}
+	p.cmd = exec.Command(o.Binary, args...)
 	p.cmd.Env = append(os.Environ(), o.Env...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test

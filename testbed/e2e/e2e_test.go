@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flowtel/flowtel/distributions"
 	"github.com/flowtel/flowtel/testbed/chserver"
 	"github.com/flowtel/flowtel/testbed/cluster"
 	"github.com/flowtel/flowtel/testbed/collector"
@@ -237,15 +238,13 @@ func startBed(t testing.TB, opt options) *bed {
 	var gatewayEndpoints []string
 	for i := range opt.gateways {
 		port := freePort(t)
-		g, o := startCollector(t, ctx, collector.Options{Name: fmt.Sprintf("gateway-%d", i), Binary: gatewayBin, Dir: dir,
-			Config: gatewayConfig(port, sinks)})
+		g, o := startCollector(t, ctx, gatewayCollector(fmt.Sprintf("gateway-%d", i), gatewayBin, dir, port, sinks))
 		b.gateways = append(b.gateways, g)
 		b.gatewayOptions = append(b.gatewayOptions, o)
 		gatewayEndpoints = append(gatewayEndpoints, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	for _, n := range b.lab.Nodes {
-		p, o := startCollector(t, ctx, collector.Options{Name: n.Name, Binary: nodeBin, Dir: dir,
-			Config: nodeConfig(n, kubeconfig, gatewayEndpoints, opt, dir)})
+		p, o := startCollector(t, ctx, nodeCollector(n, nodeBin, kubeconfig, gatewayEndpoints, opt, dir))
 		b.nodes = append(b.nodes, p)
 		b.nodeOptions = append(b.nodeOptions, o)
 	}
@@ -287,7 +286,23 @@ const telemetry = `
 // gatewaySinks are the endpoints a gateway exports to; empty: not exported.
 type gatewaySinks struct{ clickhouse, ipfix, otlp string }
 
-func gatewayConfig(otlpPort int, sinks gatewaySinks) string {
+// The bed runs the shipped configurations of distributions/ (what kustomize,
+// Helm and the Operator deploy), each with a small overlay the collector merges
+// over it (a second --config: maps merge, lists replace) for what a test bed
+// needs: loopback ports, the netlab Node's network namespace and fast timers,
+// a kubeconfig instead of a service account, a static list of gateways
+// instead of the headless Service, plaintext OTLP between them, and the sinks.
+
+// gatewayCollector starts a gateway the way the deployments run it.
+func gatewayCollector(name, binary, dir string, otlpPort int, sinks gatewaySinks) collector.Options {
+	return collector.Options{Name: name, Binary: binary, Dir: dir,
+		Configs: []string{distributions.Config(distributions.Gateway)}, Config: gatewayOverlay(otlpPort, sinks)}
+}
+
+// gatewayOverlay: plaintext OTLP on loopback, no Kubernetes index (the bed's
+// assertions are about what the node collectors name), the scenario's fast
+// timers and the sinks in the logs pipeline.
+func gatewayOverlay(otlpPort int, sinks gatewaySinks) string {
 	exporters := []string{"clickhouse_flows"}
 	var extra strings.Builder
 	if sinks.ipfix != "" {
@@ -302,9 +317,9 @@ func gatewayConfig(otlpPort int, sinks gatewaySinks) string {
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
 receivers:
-  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d"}}}
+  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d", tls: {enabled: false}}}}
 processors:
-  flow_correlation: {active_timeout: 3s, inactive_timeout: 6s, pairing_timeout: 10s}
+  flow_correlation: {active_timeout: 3s, inactive_timeout: 6s, pairing_timeout: 10s, kubernetes: {enabled: false}}
 exporters:
   clickhouse_flows:
     endpoint: %s
@@ -312,23 +327,29 @@ exporters:
     create_schema: true
     sending_queue: {batch: {flush_timeout: 500ms, min_size: 1}}
 %sservice:
-  extensions: [health_check]
   pipelines:
-    logs: {receivers: [otlp], processors: [flow_correlation], exporters: [%s]}
+    logs: {exporters: [%s, signal_to_metrics]}
 `+telemetry, otlpPort, sinks.clickhouse, extra.String(), strings.Join(exporters, ", "))
 }
 
-func nodeConfig(n *netlab.Node, kubeconfig string, gateways []string, opt options, dir string) string {
+// nodeCollector starts node n's collector the way the DaemonSet runs it.
+func nodeCollector(n *netlab.Node, binary, kubeconfig string, gateways []string, opt options, dir string) collector.Options {
+	return collector.Options{Name: n.Name, Binary: binary, Dir: dir,
+		Configs: []string{distributions.Config(distributions.Node)}, Config: nodeOverlay(n, kubeconfig, gateways, opt),
+		Env: []string{"K8S_NODE_NAME=" + n.Name, "POD_NAMESPACE=flowtel", "FLOWTEL_STORAGE_DIR=" + filepath.Join(dir, n.Name+"-storage")}}
+}
+
+// nodeOverlay: node n's network namespace and the test's timers, the bed's
+// kubeconfig, plaintext OTLP to a static list of gateways and, unless the
+// test asks for it (opt.nodeStorage), no file_storage.
+func nodeOverlay(n *netlab.Node, kubeconfig string, gateways []string, opt options) string {
 	if opt.poll == 0 {
 		opt.poll, opt.active, opt.idle = time.Second, 2*time.Second, 2*time.Second
 	}
-	extensions, storageExt, storage, tapExp, exporters := "health_check", "", "", "", "load_balancing"
-	if opt.nodeStorage {
-		extensions += ", file_storage"
-		storageExt = fmt.Sprintf("  file_storage: {directory: %q, create_directory: true}\n", filepath.Join(dir, n.Name+"-storage"))
-		storage = ", storage: file_storage"
+	extensions, noStorage, queue, tapExp, exporters := "health_check, file_storage", "", "", "", "load_balancing"
+	if !opt.nodeStorage {
+		extensions, noStorage, queue = "health_check", ", storage: null", ", sending_queue: {storage: null}"
 	}
-	storage += opt.conntrackExtra
 	if opt.nodeTap != "" {
 		tapExp = fmt.Sprintf("  otlp/tap: {endpoint: %q, tls: {insecure: true}}\n", opt.nodeTap)
 		exporters += ", otlp/tap"
@@ -336,17 +357,20 @@ func nodeConfig(n *netlab.Node, kubeconfig string, gateways []string, opt option
 	return fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
-%sreceivers:
-  conntrack: {netns: %s, node_name: %s, poll_interval: %s, active_timeout: %s, idle_timeout: %s%s}
+receivers:
+  conntrack: {netns: %s, poll_interval: %s, active_timeout: %s, idle_timeout: %s%s%s}
 processors:
-  k8s_flow: {node_name: %s, auth_type: kubeConfig, kubeconfig: %s}
+  k8s_flow: {auth_type: kubeConfig, kubeconfig: %s}
 exporters:
-%s%sservice:
+  load_balancing:
+    protocol: {otlp: {tls: {insecure: true, ca_file: ""}%s}}
+    resolver: {k8s: {enabled: false}, static: {hostnames: [%s]}}
+%sservice:
   extensions: [%s]
   pipelines:
-    logs: {receivers: [conntrack], processors: [k8s_flow], exporters: [%s]}
-`+telemetry, storageExt, netlab.NetNSPath(n.NS), n.Name, opt.poll, opt.active, opt.idle, storage, n.Name, kubeconfig,
-		loadBalancing(gateways), tapExp, extensions, exporters)
+    logs: {exporters: [%s]}
+`+telemetry, netlab.NetNSPath(n.NS), opt.poll, opt.active, opt.idle, noStorage, opt.conntrackExtra, kubeconfig,
+		queue, strings.Join(gateways, ", "), tapExp, extensions, exporters)
 }
 
 // loadBalancing is the node collectors' exporter: both halves of a connection

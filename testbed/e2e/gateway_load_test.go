@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/flowtel/flowtel/distributions"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/testbed/collector"
 )
@@ -67,7 +68,7 @@ func benchmarkGateway(b *testing.B, replicas, conns int) {
 	for i := range replicas {
 		port := freePort(b)
 		g, _ := startCollector(b, ctx, collector.Options{Name: fmt.Sprintf("gateway-%d", i), Binary: gatewayBin, Dir: dir,
-			Config: loadGatewayConfig(port, sink)})
+			Configs: []string{distributions.Config(distributions.Gateway)}, Config: loadGatewayOverlay(port, sink)})
 		gateways = append(gateways, g)
 		endpoints = append(endpoints, fmt.Sprintf("127.0.0.1:%d", port))
 	}
@@ -147,20 +148,21 @@ func benchmarkGateway(b *testing.B, replicas, conns int) {
 	b.ReportMetric(100*self.Seconds()/elapsed.Seconds(), "generator+receiver-cpu-%/core")
 }
 
-func loadGatewayConfig(otlpPort int, sink string) string {
+// loadGatewayOverlay is what the shipped gateway configuration needs for the
+// load run: plaintext OTLP on loopback, no Kubernetes index, the OTLP sink.
+func loadGatewayOverlay(otlpPort int, sink string) string {
 	return fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
 receivers:
-  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d"}}}
+  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d", tls: {enabled: false}}}}
 processors:
-  flow_correlation: {active_timeout: 60s, inactive_timeout: 90s}
+  flow_correlation: {kubernetes: {enabled: false}}
 exporters:
   otlp: {endpoint: %q, tls: {insecure: true}}
 service:
-  extensions: [health_check]
   pipelines:
-    logs: {receivers: [otlp], processors: [flow_correlation], exporters: [otlp]}
+    logs: {exporters: [otlp, signal_to_metrics]}
 `+telemetry, otlpPort, sink)
 }
 

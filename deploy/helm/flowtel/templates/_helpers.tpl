@@ -58,69 +58,40 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/*
-The node collector configuration: conntrack -> k8s_flow -> load_balancing on
-flow.key to the gateway replicas, with the persistent queue.
+The node collector configuration: config/node.yaml (generated from
+distributions/flowtel-node/config.yaml) with the chart's values applied. What
+the file reads from the environment, node-daemonset.yaml sets.
 */}}
 {{- define "flowtel.node.config" -}}
-{{- $gw := include "flowtel.gateway.fullname" . -}}
-{{- $conntrack := mustMergeOverwrite (dict "node_name" "${env:K8S_NODE_NAME}" "events" true "storage" "file_storage") (deepCopy .Values.node.conntrack) -}}
-{{- $k8sFlow := mustMergeOverwrite (dict "node_name" "${env:K8S_NODE_NAME}") (deepCopy .Values.node.k8sFlow) -}}
-{{- $otlp := dict "sending_queue" (dict "storage" "file_storage") -}}
-{{- if .Values.tls.enabled }}
-{{- $tls := dict "ca_file" "/etc/flowtel/gateway-ca/ca.crt" "server_name_override" (include "flowtel.gateway.tlsName" .) -}}
-{{- if .Values.tls.mtls.enabled }}
-{{- $_ := set $tls "cert_file" "/etc/flowtel/client-tls/tls.crt" -}}
-{{- $_ := set $tls "key_file" "/etc/flowtel/client-tls/tls.key" -}}
+{{- $cfg := .Files.Get "config/node.yaml" | fromYaml -}}
+{{- $_ := set $cfg.receivers "conntrack" (mustMergeOverwrite $cfg.receivers.conntrack (deepCopy .Values.node.conntrack)) -}}
+{{- $_ := set $cfg.processors "k8s_flow" (mustMergeOverwrite $cfg.processors.k8s_flow (deepCopy .Values.node.k8sFlow)) -}}
+{{- $_ := set $cfg.extensions.health_check "endpoint" (printf "0.0.0.0:%v" .Values.node.healthPort) -}}
+{{- $_ := set (index $cfg.service.telemetry.metrics.readers 0).pull.exporter.prometheus "port" .Values.node.metricsPort -}}
+{{- $lb := $cfg.exporters.load_balancing -}}
+{{- if not .Values.tls.enabled }}
+{{- $_ := set $lb.protocol.otlp "tls" (dict "insecure" true) -}}
 {{- end }}
-{{- $_ := set $otlp "tls" $tls -}}
-{{- else }}
-{{- $_ := set $otlp "tls" (dict "insecure" true) -}}
-{{- end }}
-{{- $resolver := dict -}}
-{{- if eq .Values.gateway.resolver "k8s" }}
-{{- $_ := set $resolver "k8s" (dict "service" (printf "%s.%s" $gw .Release.Namespace) "ports" (list 4317) "return_hostnames" true) -}}
-{{- else if eq .Values.gateway.resolver "dns" }}
-{{- $_ := set $resolver "dns" (dict "hostname" (printf "%s.%s.svc.%s" $gw .Release.Namespace .Values.clusterDomain) "port" "4317") -}}
-{{- else }}
+{{- if eq .Values.gateway.resolver "dns" }}
+{{- $_ := set $lb "resolver" (dict "dns" (dict "hostname" (printf "%s.%s.svc.%s" (include "flowtel.gateway.fullname" .) .Release.Namespace .Values.clusterDomain) "port" "4317")) -}}
+{{- else if ne .Values.gateway.resolver "k8s" }}
 {{- fail (printf "gateway.resolver: %q is not k8s or dns" .Values.gateway.resolver) -}}
 {{- end }}
-{{- $cfg := dict
-  "extensions" (dict
-    "health_check" (dict "endpoint" (printf "0.0.0.0:%v" .Values.node.healthPort))
-    "file_storage" (dict "directory" "/var/lib/flowtel" "create_directory" true))
-  "receivers" (dict "conntrack" $conntrack)
-  "processors" (dict
-    "memory_limiter" (dict "check_interval" "1s" "limit_percentage" 80 "spike_limit_percentage" 20)
-    "k8s_flow" $k8sFlow)
-  "exporters" (dict "load_balancing" (dict
-    "routing_key" "attributes"
-    "routing_attributes" (list "flow.key")
-    "protocol" (dict "otlp" $otlp)
-    "resolver" $resolver))
-  "service" (dict
-    "telemetry" (dict "metrics" (dict "readers" (list (dict "pull" (dict "exporter" (dict "prometheus" (dict "host" "0.0.0.0" "port" .Values.node.metricsPort)))))))
-    "extensions" (list "health_check" "file_storage")
-    "pipelines" (dict "logs" (dict
-      "receivers" (list "conntrack")
-      "processors" (list "memory_limiter" "k8s_flow")
-      "exporters" (list "load_balancing"))))
--}}
 {{- toYaml (mustMergeOverwrite $cfg (deepCopy .Values.node.config)) }}
 {{- end }}
 
 {{/*
-The gateway configuration: otlp -> flow_correlation -> the enabled sinks.
+The gateway configuration: config/gateway.yaml (generated from
+distributions/flowtel-gateway/config.yaml) with the chart's values applied:
+TLS, flow_correlation and the enabled sinks in the logs pipeline.
 */}}
 {{- define "flowtel.gateway.config" -}}
-{{- $grpc := dict "endpoint" "0.0.0.0:4317" -}}
-{{- if .Values.tls.enabled }}
-{{- $tls := dict "cert_file" "/etc/flowtel/tls/tls.crt" "key_file" "/etc/flowtel/tls/tls.key" -}}
-{{- if .Values.tls.mtls.enabled }}
-{{- $_ := set $tls "client_ca_file" "/etc/flowtel/tls/ca.crt" -}}
+{{- $cfg := .Files.Get "config/gateway.yaml" | fromYaml -}}
+{{- if not .Values.tls.enabled }}
+{{- $_ := unset $cfg.receivers.otlp.protocols.grpc "tls" -}}
 {{- end }}
-{{- $_ := set $grpc "tls" $tls -}}
-{{- end }}
-{{- $exporters := dict -}}
+{{- $_ := set $cfg.processors "flow_correlation" (deepCopy .Values.gateway.flowCorrelation) -}}
+{{- $exporters := $cfg.exporters -}}
 {{- $names := list -}}
 {{- $s := .Values.sinks -}}
 {{- if $s.clickhouse.enabled }}
@@ -135,24 +106,10 @@ The gateway configuration: otlp -> flow_correlation -> the enabled sinks.
 {{- $_ := set $exporters "otlp" (mustMergeOverwrite (dict "endpoint" $s.otlp.endpoint) (deepCopy $s.otlp.config)) -}}
 {{- $names = append $names "otlp" -}}
 {{- end }}
+{{- $_ := set $exporters.debug "verbosity" $s.debug.verbosity -}}
 {{- if or $s.debug.enabled (empty $names) }}
-{{- $_ := set $exporters "debug" (dict "verbosity" $s.debug.verbosity) -}}
 {{- $names = append $names "debug" -}}
 {{- end }}
-{{- $cfg := dict
-  "extensions" (dict "health_check" (dict "endpoint" "0.0.0.0:13133"))
-  "receivers" (dict "otlp" (dict "protocols" (dict "grpc" $grpc)))
-  "processors" (dict
-    "memory_limiter" (dict "check_interval" "1s" "limit_percentage" 80 "spike_limit_percentage" 20)
-    "flow_correlation" (deepCopy .Values.gateway.flowCorrelation))
-  "exporters" $exporters
-  "service" (dict
-    "telemetry" (dict "metrics" (dict "readers" (list (dict "pull" (dict "exporter" (dict "prometheus" (dict "host" "0.0.0.0" "port" 8888)))))))
-    "extensions" (list "health_check")
-    "pipelines" (dict "logs" (dict
-      "receivers" (list "otlp")
-      "processors" (list "memory_limiter" "flow_correlation")
-      "exporters" $names)))
--}}
+{{- $_ := set $cfg.service.pipelines.logs "exporters" (append $names "signal_to_metrics") -}}
 {{- toYaml (mustMergeOverwrite $cfg (deepCopy .Values.gateway.config)) }}
 {{- end }}

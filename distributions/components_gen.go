@@ -1,0 +1,49 @@
+// Code generated from distributions/*/manifest.yaml by TestComponentsGenerated; DO NOT EDIT.
+// Regenerate: FLOWTEL_UPDATE_GENERATED=1 go test ./distributions
+
+package distributions
+
+import (
+	clickhouseflowsexporter "github.com/flowtel/flowtel/exporter/clickhouseflowsexporter"
+	ipfixexporter "github.com/flowtel/flowtel/exporter/ipfixexporter"
+	flowcorrelationprocessor "github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
+	k8sflowprocessor "github.com/flowtel/flowtel/processor/k8sflowprocessor"
+	conntrackreceiver "github.com/flowtel/flowtel/receiver/conntrackreceiver"
+	signaltometricsconnector "github.com/open-telemetry/opentelemetry-collector-contrib/connector/signaltometricsconnector"
+	loadbalancingexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
+	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
+	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/exporter"
+	debugexporter "go.opentelemetry.io/collector/exporter/debugexporter"
+	otlpexporter "go.opentelemetry.io/collector/exporter/otlpexporter"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/processor"
+	memorylimiterprocessor "go.opentelemetry.io/collector/processor/memorylimiterprocessor"
+	"go.opentelemetry.io/collector/receiver"
+	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
+)
+
+// sets are the component lists of the distributions, in manifest order.
+var sets = map[string]set{
+	"flowtel": {
+		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), conntrackreceiver.NewFactory()},
+		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
+		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), loadbalancingexporter.NewFactory()},
+		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory()},
+		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
+	},
+	"flowtel-node": {
+		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), conntrackreceiver.NewFactory()},
+		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory()},
+		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), loadbalancingexporter.NewFactory()},
+		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory()},
+	},
+	"flowtel-gateway": {
+		receivers:  []receiver.Factory{otlpreceiver.NewFactory()},
+		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
+		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory()},
+		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory()},
+		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
+	},
+}
