@@ -20,10 +20,12 @@ import (
 
 // Case is one instance of testdata/config.yaml, named type/Name ("" for the
 // instance named by the type alone). A valid one loads to Want; an invalid
-// one fails validation with an error containing every string of WantErr.
+// one fails validation with exactly the error Err, or with an error containing
+// every string of WantErr.
 type Case struct {
 	Name    string
 	Want    component.Config
+	Err     string
 	WantErr []string
 }
 
@@ -42,6 +44,10 @@ func LoadConfig(t *testing.T, factory component.Factory, cases []Case) {
 			cfg := factory.CreateDefaultConfig()
 			require.NoError(t, sub.Unmarshal(cfg))
 			err = confmap.Validate(cfg)
+			if tc.Err != "" {
+				require.EqualError(t, err, tc.Err)
+				return
+			}
 			if tc.WantErr == nil {
 				require.NoError(t, err)
 				assert.Equal(t, tc.Want, cfg)

@@ -1,22 +1,17 @@
 package conntrackreceiver
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
-	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
+	"github.com/flowtel/flowtel/internal/configtest"
 )
 
 func TestLoadConfig(t *testing.T) {
 	t.Setenv(nodeNameEnv, "from-env")
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
 	defaults := func(mut func(*Config)) *Config {
 		c := &Config{PollInterval: 5 * time.Second, ActiveTimeout: 5 * time.Second, IdleTimeout: 15 * time.Second,
 			Profile: "generic", Events: true, MaxQueuedEvents: 100_000, MaxConnections: 1_000_000, NodeName: "from-env"}
@@ -24,50 +19,31 @@ func TestLoadConfig(t *testing.T) {
 		return c
 	}
 	storage := component.MustNewIDWithName("file_storage", "conntrack")
-	tests := []struct {
-		name    string
-		want    *Config
-		wantErr string
-	}{
-		{name: "", want: defaults(func(*Config) {})},
-		{name: "antrea", want: &Config{PollInterval: 10 * time.Second, ActiveTimeout: 30 * time.Second, IdleTimeout: time.Minute,
+	configtest.LoadConfig(t, NewFactory(), []configtest.Case{
+		{Name: "", Want: defaults(func(*Config) {})},
+		{Name: "antrea", Want: &Config{PollInterval: 10 * time.Second, ActiveTimeout: 30 * time.Second, IdleTimeout: time.Minute,
 			Protocols: []string{"tcp", "udp"}, Profile: "antrea", NetNS: "/var/run/netns/node-1", Events: true,
 			MaxQueuedEvents: 100_000, MaxConnections: 50000, Storage: &storage, NodeName: "node-1"}},
 		// protocols: [] means none: empty, not nil (unset, all protocols).
-		{name: "none", want: defaults(func(c *Config) { c.Protocols = []string{} })},
-		{name: "zones", want: defaults(func(c *Config) { c.Zones, c.StaleTimeout = []uint16{0, 7}, time.Minute })},
-		{name: "raised", want: defaults(func(c *Config) {
+		{Name: "none", Want: defaults(func(c *Config) { c.Protocols = []string{} })},
+		{Name: "zones", Want: defaults(func(c *Config) { c.Zones, c.StaleTimeout = []uint16{0, 7}, time.Minute })},
+		{Name: "raised", Want: defaults(func(c *Config) {
 			c.PollInterval, c.ActiveTimeout, c.IdleTimeout = 10*time.Second, 2*time.Second, 3*time.Second
 		})},
 		// events: false needs no event queue.
-		{name: "no_events", want: defaults(func(c *Config) { c.Events, c.MaxQueuedEvents = false, 0 })},
+		{Name: "no_events", Want: defaults(func(c *Config) { c.Events, c.MaxQueuedEvents = false, 0 })},
 
-		{name: "bad_protocol", wantErr: `protocols: not a protocol this receiver filters on (got "icmp"); list only tcp, udp or sctp, or leave protocols unset for all`},
-		{name: "bad_profile", wantErr: `profile: unknown (got "calico"); set generic (zone 0, any CNI) or antrea`},
-		{name: "bad_poll", wantErr: "poll_interval: too short (got 100ms); set it to 1s or more"},
-		{name: "bad_active", wantErr: "active_timeout: must be positive (got 0s); set a duration such as 5s"},
-		{name: "bad_idle", wantErr: "idle_timeout: must be positive (got -1s); set a duration such as 15s"},
-		{name: "bad_stale", wantErr: "stale_timeout: must not be negative (got -1s); leave it unset or 0 for the default (5m0s, or twice the longer of active_timeout and idle_timeout)"},
-		{name: "antrea_zone0", wantErr: "zones: the antrea profile reads zone 0 for correlation on its own (got [0 65520]); list only the CNI zones, or leave zones unset for 65520 and 65510"},
-		{name: "bad_netns", wantErr: `netns: must be an absolute path (got "var/run/netns/x"); use a path such as /var/run/netns/<name> or /proc/<pid>/ns/net, or leave it empty for the collector's own namespace`},
-		{name: "bad_max", wantErr: "max_connections: must not be negative (got -1); set a bound such as 1000000, or 0 for no bound"},
-		{name: "bad_queue", wantErr: "max_queued_events: must be positive when events are on (got 0); set a bound such as 100000, or events: false"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := createDefaultConfig()
-			sub, err := cm.Sub(component.NewIDWithName(metadata.Type, tt.name).String())
-			require.NoError(t, err)
-			require.NoError(t, sub.Unmarshal(cfg))
-			err = confmap.Validate(cfg)
-			if tt.wantErr != "" {
-				require.EqualError(t, err, tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tt.want, cfg)
-		})
-	}
+		{Name: "bad_protocol", Err: `protocols: not a protocol this receiver filters on (got "icmp"); list only tcp, udp or sctp, or leave protocols unset for all`},
+		{Name: "bad_profile", Err: `profile: unknown (got "calico"); set generic (zone 0, any CNI) or antrea`},
+		{Name: "bad_poll", Err: "poll_interval: too short (got 100ms); set it to 1s or more"},
+		{Name: "bad_active", Err: "active_timeout: must be positive (got 0s); set a duration such as 5s"},
+		{Name: "bad_idle", Err: "idle_timeout: must be positive (got -1s); set a duration such as 15s"},
+		{Name: "bad_stale", Err: "stale_timeout: must not be negative (got -1s); leave it unset or 0 for the default (5m0s, or twice the longer of active_timeout and idle_timeout)"},
+		{Name: "antrea_zone0", Err: "zones: the antrea profile reads zone 0 for correlation on its own (got [0 65520]); list only the CNI zones, or leave zones unset for 65520 and 65510"},
+		{Name: "bad_netns", Err: `netns: must be an absolute path (got "var/run/netns/x"); use a path such as /var/run/netns/<name> or /proc/<pid>/ns/net, or leave it empty for the collector's own namespace`},
+		{Name: "bad_max", Err: "max_connections: must not be negative (got -1); set a bound such as 1000000, or 0 for no bound"},
+		{Name: "bad_queue", Err: "max_queued_events: must be positive when events are on (got 0); set a bound such as 100000, or events: false"},
+	})
 }
 
 func TestTimeouts(t *testing.T) {
