@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -170,10 +171,11 @@ type Column struct {
 	// Antrea's flows table the exporter writes, in Antrea's order; 0 for
 	// flowtel's own columns, which follow in catalogue order.
 	Antrea int
-	// Doc says what the column holds when its field's Doc does not.
+	// Doc says what the column holds: its field's Doc, and what is
+	// particular to the column.
 	Doc string
-	// Field is the attribute (or, without one, the Doc) of the field it carries.
-	Field string
+	// Attribute is the attribute of the field it carries ("" for a field without one).
+	Attribute string
 	// Value is what the column holds: its field's Value unless it has its own.
 	Value Value
 }
@@ -224,8 +226,12 @@ func (f Field) ie(ies ...IE) Field { f.IPFIX = append(f.IPFIX, ies...); return f
 // col adds columns carrying the field's value.
 func (f Field) col(cs ...Column) Field { f.ClickHouse = append(f.ClickHouse, cs...); return f }
 
-func iana(name string, id uint16, t IEType) IE   { return IE{Name: name, Enterprise: EnterpriseIANA, ID: id, Type: t} }
-func antrea(name string, id uint16, t IEType) IE { return IE{Name: name, Enterprise: EnterpriseAntrea, ID: id, Type: t} }
+func iana(name string, id uint16, t IEType) IE {
+	return IE{Name: name, Enterprise: EnterpriseIANA, ID: id, Type: t}
+}
+func antrea(name string, id uint16, t IEType) IE {
+	return IE{Name: name, Enterprise: EnterpriseAntrea, ID: id, Type: t}
+}
 
 // carrying gives an IE its own value.
 func (ie IE) carrying(v Value) IE { ie.Value = v; return ie }
@@ -246,10 +252,6 @@ func finish(fs []Field) []Field {
 		if f.value != nil {
 			f.Value = f.value(f.Aggregation)
 		}
-		label := f.Attribute
-		if label == "" {
-			label = f.Doc
-		}
 		for j := range f.IPFIX {
 			if f.IPFIX[j].Value.Kind == KindNone {
 				f.IPFIX[j].Value = f.Value
@@ -257,7 +259,8 @@ func finish(fs []Field) []Field {
 		}
 		for j := range f.ClickHouse {
 			c := &f.ClickHouse[j]
-			c.Field = label
+			c.Attribute = f.Attribute
+			c.Doc = strings.TrimSpace(f.Doc + " " + c.Doc)
 			if c.Value.Kind == KindNone {
 				c.Value = f.Value
 			}

@@ -55,8 +55,8 @@ func TestCatalogueColumns(t *testing.T) {
 				t.Errorf("column %s: Antrea position %d, at %d", c.Name, c.Antrea, i+1)
 			}
 		}
-		if c.Value.Kind == KindNone || c.Field == "" || c.Type.String() == "" {
-			t.Errorf("column %s: value %s, field %q, type %q", c.Name, c.Value.Kind, c.Field, c.Type)
+		if c.Value.Kind == KindNone || c.Doc == "" || c.Type.String() == "" {
+			t.Errorf("column %s: value %s, doc %q, type %q", c.Name, c.Value.Kind, c.Doc, c.Type)
 		}
 	}
 	if antrea != 51 {

@@ -37,7 +37,7 @@ func endpointAttrs(side string, get func(*Record) *Endpoint, w endpointWire) []F
 	}
 	return []Field{
 		addrAttr(p+"address", func(r *Record) *netip.Addr { return &get(r).Address }).
-			doc("IP address of the " + side + " (" + nat + ").").
+			doc("IP address of the "+side+" ("+nat+").").
 			ie(iana(side+"IPv4Address", w.ipv4, IPv4Address), iana(side+"IPv6Address", w.ipv6, IPv6Address)).
 			col(antreaCol(side+"IP", CHString, w.colIP)),
 		u16(p+"port", func(r *Record) *uint16 { return &get(r).Port }).
@@ -111,7 +111,9 @@ func lowerFirst(s string) string { return strings.ToLower(s[:1]) + s[1:] }
 func policyAttrs(dir string, get func(*Record) *Policy, ids [6]uint16, col int) []Field {
 	p := "flow." + dir + "_policy."
 	ie := func(field string, id uint16, t IEType) IE { return antrea(dir+"NetworkPolicy"+field, id, t) }
-	column := func(field string, t ColumnType, pos int) Column { return antreaCol(dir+"NetworkPolicy"+field, t, col+pos) }
+	column := func(field string, t ColumnType, pos int) Column {
+		return antreaCol(dir+"NetworkPolicy"+field, t, col+pos)
+	}
 	return []Field{
 		enumAttr(p+"type", policyTypeNames, func(r *Record) *PolicyType { return &get(r).Type }).
 			doc("Kind of the " + dir + " NetworkPolicy: `k8s_network_policy`, `antrea_network_policy`, `antrea_cluster_network_policy`, `k8s_cluster_network_policy`.").
@@ -148,9 +150,11 @@ func buildCatalogue() []Field {
 		colIP: 7, colPort: 9, colPod: 22, colNamespace: 23, colNode: 24, colLabels: 41})...)
 	add(
 		Field{Attribute: AttrNetworkTransport, AttrType: "string", Derived: true,
-			Doc:   "Transport protocol name (`tcp`, `udp`, `sctp`, `icmp`, `ipv6-icmp`, else `unknown`); derived from `flow.protocol_identifier`, which wins when both are present.",
-			value: func(bool) Value { return Value{Kind: KindString, String: func(r *Record) string { return ProtocolName(r.Protocol) }} },
-			enc:   func(r *Record, m pcommon.Map) { m.PutStr(AttrNetworkTransport, ProtocolName(r.Protocol)) },
+			Doc: "Transport protocol name (`tcp`, `udp`, `sctp`, `icmp`, `ipv6-icmp`, else `unknown`); derived from `flow.protocol_identifier`, which wins when both are present.",
+			value: func(bool) Value {
+				return Value{Kind: KindString, String: func(r *Record) string { return ProtocolName(r.Protocol) }}
+			},
+			enc: func(r *Record, m pcommon.Map) { m.PutStr(AttrNetworkTransport, ProtocolName(r.Protocol)) },
 			dec: func(r *Record, name string, v pcommon.Value) error {
 				s, err := wantStr(name, v)
 				if err != nil {
@@ -297,7 +301,8 @@ func buildCatalogue() []Field {
 		thr("flow.destination_node.reverse.throughput", "replies, from the destination Node", "reverseThroughputFromDestinationNode", 150, 47,
 			func(a *Aggregation) *uint64 { return &a.ReverseThroughputFromDestination }),
 	)
-	add(wireOnly("*(resource `k8s.cluster.uid`)* Cluster the record was seen in: the exporter's configured value, else its resource's `k8s.cluster.uid`; the exporters put it in Record.ClusterUID.",
+	// The exporters put the value they chose in Record.ClusterUID.
+	add(wireOnly("*(resource `k8s.cluster.uid`)* Cluster the record was seen in: the exporter's configured value, else the resource attribute `k8s.cluster.uid`.",
 		Value{Kind: KindString, String: func(r *Record) string { return r.ClusterUID }}).
 		ie(antrea("clusterId", 158, String)).col(antreaCol("clusterUUID", CHString, 48)))
 	return fs

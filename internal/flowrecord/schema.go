@@ -253,4 +253,3 @@ const (
 	ResourceNodeName   = "k8s.node.name"
 	ResourceClusterUID = "k8s.cluster.uid"
 )
-

@@ -41,8 +41,9 @@ type Column struct {
 	// Flowtel marks the columns flowtel appends after Antrea's.
 	Flowtel bool
 
-	kind  kind
-	value flowrecord.Value
+	attr, doc string // the catalogue's, for the documentation
+	kind      kind
+	value     flowrecord.Value
 }
 
 // Columns lists the inserted columns in INSERT order: Antrea's 51 in the order
@@ -58,7 +59,7 @@ func mustColumns(cs []flowrecord.Column) []Column {
 		if err != nil {
 			panic(err) // the catalogue is fixed at build time; a test builds it
 		}
-		out[i] = Column{Name: c.Name, Type: c.Type.String(), Flowtel: c.Antrea == 0, kind: k, value: c.Value}
+		out[i] = Column{Name: c.Name, Type: c.Type.String(), Flowtel: c.Antrea == 0, attr: c.Attribute, doc: c.Doc, kind: k, value: c.Value}
 	}
 	return out
 }

@@ -85,5 +85,6 @@ func TestWireGolden(t *testing.T) {
 }
 
 func fill(tmpl *Template, r *flowrecord.Record, clusterID string) error {
-	return tmpl.Fill(r, &Context{ClusterID: clusterID})
+	r.ClusterUID = clusterID
+	return tmpl.Fill(r)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/vmware/go-ipfix/pkg/entities"
 	"github.com/vmware/go-ipfix/pkg/registry"
 
+	"github.com/flowtel/flowtel/internal/antreawire"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
@@ -44,6 +45,9 @@ func init() {
 	// The registry is global in go-ipfix; load it once, before any goroutine reads it.
 	registry.LoadRegistry()
 }
+
+// catalogue is every IE of the field catalogue, by name: what each carries.
+var catalogue = flowrecord.IPFIXElements()
 
 // Names returns the IE names of the layout in template order.
 func Names(o Options, ipv6 bool) ([]string, error) {
@@ -163,6 +167,8 @@ type Template struct {
 	record []byte
 	// jsonOrder lists element indexes by IE name, the key order of Antrea's JSON.
 	jsonOrder []int
+	// texts holds the label and address strings of the records it encoded.
+	texts antreawire.Texts
 }
 
 // New builds the layout's IPv4 (ID 256) and IPv6 (ID 257) templates.
@@ -183,20 +189,28 @@ func newTemplate(o Options, id uint16, ipv6 bool) (*Template, error) {
 	}
 	t := &Template{ID: id, IPv6: ipv6}
 	for _, name := range names {
-		spec, ok := specs[name]
+		ie, ok := catalogue[name]
 		if !ok {
-			return nil, fmt.Errorf("layout %s: no value for IE %s", o.Kind, name)
+			return nil, fmt.Errorf("layout %s: IE %s is not in the field catalogue", o.Kind, name)
 		}
-		ie, err := registry.GetInfoElement(name, spec.enterprise)
+		reg, err := registry.GetInfoElement(name, ie.Enterprise)
 		if err != nil {
 			return nil, fmt.Errorf("layout %s: %w", o.Kind, err)
 		}
-		v, err := entities.DecodeAndCreateInfoElementWithValue(ie, nil)
+		if reg.ElementId != ie.ID || reg.DataType != entities.IEDataType(ie.Type) {
+			return nil, fmt.Errorf("layout %s: IE %s is %d of type %s in the catalogue, %d of type %d in the registry",
+				o.Kind, name, ie.ID, ie.Type, reg.ElementId, reg.DataType)
+		}
+		v, err := entities.DecodeAndCreateInfoElementWithValue(reg, nil)
 		if err != nil {
 			return nil, fmt.Errorf("layout %s: IE %s: %w", o.Kind, name, err)
 		}
+		set, err := newSetter(ie, ipv6, &t.texts)
+		if err != nil {
+			return nil, fmt.Errorf("layout %s: %w", o.Kind, err)
+		}
 		t.elements = append(t.elements, v)
-		t.setters = append(t.setters, spec.newSetter(name, ipv6))
+		t.setters = append(t.setters, set)
 	}
 	tr := entities.NewTemplateRecordFromElements(id, t.elements)
 	if err := tr.PrepareRecord(); err != nil {
@@ -243,11 +257,12 @@ func (t *Template) MinRecordLen() int {
 	return n
 }
 
-// Fill sets every IE's value from r. On error (naming the IE) the record
-// cannot be encoded; the Template stays usable for the next one.
-func (t *Template) Fill(r *flowrecord.Record, c *Context) error {
+// Fill sets every IE's value from r; clusterId is r.ClusterUID. On error
+// (naming the IE) the record cannot be encoded; the Template stays usable for
+// the next one.
+func (t *Template) Fill(r *flowrecord.Record) error {
 	for i, set := range t.setters {
-		if err := set(r, c, t.elements[i]); err != nil {
+		if err := set(r, t.elements[i]); err != nil {
 			return err
 		}
 	}
