@@ -16,7 +16,7 @@ import (
 // it, and a typed accessor reading it from a decoded Record. The codec, the
 // ipfix exporter's layouts, the clickhouse_flows exporter's table and the
 // generated tables of docs/flow-schema.md and docs/clickhouse.md all come from
-// it (schema.go builds it).
+// it (fields.go fills it; schema.go has the attribute codecs).
 
 // Field is one entry of the catalogue.
 type Field struct {
@@ -215,7 +215,7 @@ func ClickHouseColumns() []Column {
 	return out
 }
 
-// Wire declarations, chained on a Field in schema.go.
+// Wire declarations, chained on a Field in fields.go.
 
 func (f Field) doc(d string) Field { f.Doc = d; return f }
 func (f Field) agg() Field         { f.Aggregation = true; return f }

@@ -10,7 +10,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// aggregation returns r's Aggregation, creating it; used by decoders only.
+// aggregation returns r's Aggregation, creating it: for decoding (a Value reads
+// an aggregation field without creating it).
 func aggregation(r *Record) *Aggregation {
 	if r.Aggregation == nil {
 		r.Aggregation = &Aggregation{}
