@@ -52,6 +52,12 @@ type Texts struct {
 	labels map[string]string // label JSON, by itself
 	keys   []string          // scratch: label keys being sorted
 	json   []byte            // scratch: label JSON being written
+
+	// The last value of each, checked before the caches: one IE or column
+	// often carries the same value record after record.
+	lastAddr       netip.Addr
+	lastAddrText   string
+	lastLabelsText string
 }
 
 // Addr is a in netip's textual form, "" when unset. It is not unmapped: a
@@ -60,9 +66,18 @@ func (t *Texts) Addr(a netip.Addr) string {
 	if !a.IsValid() {
 		return ""
 	}
-	if s, ok := t.addrs[a]; ok {
-		return s
+	if a == t.lastAddr {
+		return t.lastAddrText
 	}
+	s, ok := t.addrs[a]
+	if !ok {
+		s = t.cacheAddr(a)
+	}
+	t.lastAddr, t.lastAddrText = a, s
+	return s
+}
+
+func (t *Texts) cacheAddr(a netip.Addr) string {
 	if t.addrs == nil {
 		t.addrs = make(map[netip.Addr]string)
 	} else if len(t.addrs) >= maxCachedTexts {
@@ -84,9 +99,18 @@ func (t *Texts) Labels(m map[string]string) string {
 		return "{}"
 	}
 	t.json = t.appendLabels(t.json[:0], m)
-	if s, ok := t.labels[string(t.json)]; ok { // the lookup does not allocate
-		return s
+	if string(t.json) == t.lastLabelsText {
+		return t.lastLabelsText
 	}
+	s, ok := t.labels[string(t.json)] // the lookup does not allocate
+	if !ok {
+		s = t.cacheLabels()
+	}
+	t.lastLabelsText = s
+	return s
+}
+
+func (t *Texts) cacheLabels() string {
 	if t.labels == nil {
 		t.labels = make(map[string]string)
 	} else if len(t.labels) >= maxCachedTexts {

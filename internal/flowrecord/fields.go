@@ -81,15 +81,15 @@ func countersAttrs(prefix, docWhat, iePrefix, ieSuffix string, ieIDs [4]uint16, 
 	bases := [4]string{"PacketTotalCount", "OctetTotalCount", "PacketDeltaCount", "OctetDeltaCount"}
 	docs := [4]string{"Packets since the connection started", "Octets (L3 bytes) since the connection started",
 		"Packets since the previous export of this connection", "Octets since the previous export of this connection"}
-	accessors := [4]func(*Counters) *uint64{
-		func(c *Counters) *uint64 { return &c.PacketTotal }, func(c *Counters) *uint64 { return &c.OctetTotal },
-		func(c *Counters) *uint64 { return &c.PacketDelta }, func(c *Counters) *uint64 { return &c.OctetDelta },
+	// One closure a counter, not a composition: the exporters read every counter of every record.
+	accessors := [4]func(*Record) *uint64{
+		func(r *Record) *uint64 { return &get(r).PacketTotal }, func(r *Record) *uint64 { return &get(r).OctetTotal },
+		func(r *Record) *uint64 { return &get(r).PacketDelta }, func(r *Record) *uint64 { return &get(r).OctetDelta },
 	}
 	out := make([]Field, 0, 4)
 	for i := range names {
-		acc := accessors[i]
 		ieName := lowerFirst(iePrefix + bases[i])
-		a := count(prefix+names[i], func(r *Record) *uint64 { return acc(get(r)) }).
+		a := count(prefix+names[i], accessors[i]).
 			doc(docs[i] + ", " + docWhat + ".").
 			ie(IE{Name: ieName + ieSuffix, Enterprise: ent, ID: ieIDs[i], Type: Unsigned64})
 		if col > 0 {

@@ -20,9 +20,9 @@ type setter func(r *flowrecord.Record, ie entities.InfoElementWithValue) error
 // newSetter returns the setter of an IE of the field catalogue in a template
 // of the given family, chosen by the IE's type and the kind of the value it
 // carries; the values follow what Antrea writes. Setters own scratch buffers
-// (addresses, UUIDs) and share the template's texts, so they encode without
-// allocating.
-func newSetter(ie flowrecord.IE, ipv6 bool, texts *antreawire.Texts) (setter, error) {
+// (addresses, UUIDs) and caches of the texts they wrote, so they encode
+// without allocating.
+func newSetter(ie flowrecord.IE, ipv6 bool) (setter, error) {
 	name, v := ie.Name, ie.Value
 	switch k := v.Kind; {
 	case ie.Type == flowrecord.Unsigned8 && (k == flowrecord.KindUint8 || k == flowrecord.KindEnum):
@@ -59,11 +59,13 @@ func newSetter(ie flowrecord.IE, ipv6 bool, texts *antreawire.Texts) (setter, er
 		// Pod labels as Antrea writes them: a JSON object (encoding/json's
 		// rendering of the map), "{}" for a Pod without labels, "" when
 		// labels were not collected.
+		texts := &antreawire.Texts{}
 		return func(r *flowrecord.Record, e entities.InfoElementWithValue) error {
 			return setString(name, e, texts.Labels(v.Labels(r)))
 		}, nil
 	case ie.Type == flowrecord.String && k == flowrecord.KindAddr:
 		// Antrea sends the Egress IP as text, "" when there is none.
+		texts := &antreawire.Texts{}
 		return func(r *flowrecord.Record, e entities.InfoElementWithValue) error {
 			return setString(name, e, texts.Addr(v.Addr(r).Unmap()))
 		}, nil

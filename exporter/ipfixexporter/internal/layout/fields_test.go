@@ -8,7 +8,6 @@ import (
 	"github.com/vmware/go-ipfix/pkg/entities"
 	"github.com/vmware/go-ipfix/pkg/registry"
 
-	"github.com/flowtel/flowtel/internal/antreawire"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
@@ -28,7 +27,7 @@ func stringIE(t *testing.T, name string) entities.InfoElementWithValue {
 // setterOf is the setter of an IE of the catalogue in an IPv4 template.
 func setterOf(t *testing.T, name string) setter {
 	t.Helper()
-	set, err := newSetter(catalogue[name], false, &antreawire.Texts{})
+	set, err := newSetter(catalogue[name], false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/vmware/go-ipfix/pkg/entities"
 	"github.com/vmware/go-ipfix/pkg/registry"
 
-	"github.com/flowtel/flowtel/internal/antreawire"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
@@ -167,8 +166,6 @@ type Template struct {
 	record []byte
 	// jsonOrder lists element indexes by IE name, the key order of Antrea's JSON.
 	jsonOrder []int
-	// texts holds the label and address strings of the records it encoded.
-	texts antreawire.Texts
 }
 
 // New builds the layout's IPv4 (ID 256) and IPv6 (ID 257) templates.
@@ -205,7 +202,7 @@ func newTemplate(o Options, id uint16, ipv6 bool) (*Template, error) {
 		if err != nil {
 			return nil, fmt.Errorf("layout %s: IE %s: %w", o.Kind, name, err)
 		}
-		set, err := newSetter(ie, ipv6, &t.texts)
+		set, err := newSetter(ie, ipv6)
 		if err != nil {
 			return nil, fmt.Errorf("layout %s: %w", o.Kind, err)
 		}
