@@ -268,11 +268,11 @@ func buildCatalogue() []Field {
 		timeAttr("flow.source_node.end", func(r *Record) *time.Time { return &aggregation(r).EndFromSource }).agg().
 			doc("End of the latest record from the source Node, ns since the Unix epoch.").
 			ie(antrea("flowEndSecondsFromSourceNode", 151, DateTimeSeconds)).
-			col(antreaCol("flowEndSecondsFromSourceNode", DateTime, 3).carrying(Value{Kind: KindTime, Time: endFromSourceNode}, notAggregatedEnd)),
+			col(antreaCol("flowEndSecondsFromSourceNode", DateTime, 3).carrying(Value{Kind: KindTime, Time: nodeEnd(SideSource, func(a *Aggregation) time.Time { return a.EndFromSource })}, notAggregatedEnd)),
 		timeAttr("flow.destination_node.end", func(r *Record) *time.Time { return &aggregation(r).EndFromDestination }).agg().
 			doc("End of the latest record from the destination Node, ns since the Unix epoch.").
 			ie(antrea("flowEndSecondsFromDestinationNode", 152, DateTimeSeconds)).
-			col(antreaCol("flowEndSecondsFromDestinationNode", DateTime, 4).carrying(Value{Kind: KindTime, Time: endFromDestinationNode}, notAggregatedEnd)),
+			col(antreaCol("flowEndSecondsFromDestinationNode", DateTime, 4).carrying(Value{Kind: KindTime, Time: nodeEnd(SideDestination, func(a *Aggregation) time.Time { return a.EndFromDestination })}, notAggregatedEnd)),
 	)
 	add(countersAttrs("flow.source_node.", "as reported by the source Node (deltas: what its reports added since the gateway's previous export, in any arrival order)", "", "FromSourceNode",
 		[4]uint16{120, 121, 122, 123}, EnterpriseAntrea, 0, true, func(r *Record) *Counters { return &aggregation(r).StatsFromSource })...)
@@ -333,22 +333,15 @@ func exporterAddress(ipv6 bool) Value {
 
 const notAggregatedEnd = "Not aggregated: the record's end for the Node that reported it (`source`, `destination`, both for `both`), else 0."
 
-func endFromSourceNode(r *Record) time.Time {
-	if a := r.Aggregation; a != nil {
-		return a.EndFromSource
+// nodeEnd is the end time column of the Node on side of a connection.
+func nodeEnd(side Side, aggregated func(*Aggregation) time.Time) func(*Record) time.Time {
+	return func(r *Record) time.Time {
+		if a := r.Aggregation; a != nil {
+			return aggregated(a)
+		}
+		if s := r.Reporter.Side; s == side || s == SideBoth {
+			return r.End
+		}
+		return time.Time{}
 	}
-	if s := r.Reporter.Side; s == SideSource || s == SideBoth {
-		return r.End
-	}
-	return time.Time{}
-}
-
-func endFromDestinationNode(r *Record) time.Time {
-	if a := r.Aggregation; a != nil {
-		return a.EndFromDestination
-	}
-	if s := r.Reporter.Side; s == SideDestination || s == SideBoth {
-		return r.End
-	}
-	return time.Time{}
 }

@@ -64,25 +64,29 @@ func mustColumns(cs []flowrecord.Column) []Column {
 	return out
 }
 
+// kindKey is a column's type and the kind of the value it holds.
+type kindKey struct {
+	col flowrecord.ColumnType
+	val flowrecord.Kind
+}
+
+// kinds says how a column is filled, by its kindKey.
+var kinds = map[kindKey]kind{
+	{flowrecord.DateTime, flowrecord.KindTime}:   kindTime,
+	{flowrecord.UInt8, flowrecord.KindUint8}:     kindUInt8,
+	{flowrecord.UInt8, flowrecord.KindEnum}:      kindUInt8,
+	{flowrecord.UInt16, flowrecord.KindUint16}:   kindUInt16,
+	{flowrecord.UInt64, flowrecord.KindUint64}:   kindUInt64,
+	{flowrecord.CHString, flowrecord.KindString}: kindString,
+	{flowrecord.CHString, flowrecord.KindEnum}:   kindName,
+	{flowrecord.CHString, flowrecord.KindAddr}:   kindAddr,
+	{flowrecord.CHString, flowrecord.KindLabels}: kindLabels,
+}
+
 // kindOf chooses how a column is filled from its type and its value's kind.
 func kindOf(c flowrecord.Column) (kind, error) {
-	switch v := c.Value.Kind; {
-	case c.Type == flowrecord.DateTime && v == flowrecord.KindTime:
-		return kindTime, nil
-	case c.Type == flowrecord.UInt8 && (v == flowrecord.KindUint8 || v == flowrecord.KindEnum):
-		return kindUInt8, nil
-	case c.Type == flowrecord.UInt16 && v == flowrecord.KindUint16:
-		return kindUInt16, nil
-	case c.Type == flowrecord.UInt64 && v == flowrecord.KindUint64:
-		return kindUInt64, nil
-	case c.Type == flowrecord.CHString && v == flowrecord.KindString:
-		return kindString, nil
-	case c.Type == flowrecord.CHString && v == flowrecord.KindEnum:
-		return kindName, nil
-	case c.Type == flowrecord.CHString && v == flowrecord.KindAddr:
-		return kindAddr, nil
-	case c.Type == flowrecord.CHString && v == flowrecord.KindLabels:
-		return kindLabels, nil
+	if k, ok := kinds[kindKey{c.Type, c.Value.Kind}]; ok {
+		return k, nil
 	}
 	return 0, fmt.Errorf("column %s: no way to write a %s value as %s", c.Name, c.Value.Kind, c.Type)
 }

@@ -2,15 +2,13 @@ package flowtable
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
+	"github.com/flowtel/flowtel/internal/flowrecord/gencheck"
 )
-
-const goldenPath = "testdata/table.golden"
 
 // TestTableGolden pins the table the exporter creates and writes: the DDL,
 // the INSERT's column list, and every column's value for the test records.
@@ -44,18 +42,5 @@ func TestTableGolden(t *testing.T) {
 		}
 		b.WriteString("\n")
 	}
-	got := b.String()
-	if os.Getenv("FLOWTEL_UPDATE_GOLDEN") == "1" {
-		if err := os.WriteFile(goldenPath, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(goldenPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("the table differs from %s:\n%s", goldenPath, got)
-	}
+	gencheck.File(t, "testdata/table.golden", b.String(), "run FLOWTEL_UPDATE_GOLDEN=1 go test after an intended change of the table")
 }

@@ -3,16 +3,14 @@ package layout
 import (
 	"encoding/hex"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
+	"github.com/flowtel/flowtel/internal/flowrecord/gencheck"
 )
-
-const goldenPath = "testdata/wire.golden"
 
 // goldenOptions are every layout the exporter can be configured with.
 func goldenOptions() []Options {
@@ -62,26 +60,7 @@ func TestWireGolden(t *testing.T) {
 			}
 		}
 	}
-	got := b.String()
-	if os.Getenv("FLOWTEL_UPDATE_GOLDEN") == "1" {
-		if err := os.WriteFile(goldenPath, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(goldenPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := range min(len(gl), len(wl)) {
-			if gl[i] != wl[i] {
-				t.Fatalf("wire encoding differs from %s at line %d:\ngot  %s\nwant %s", goldenPath, i+1, gl[i], wl[i])
-			}
-		}
-		t.Fatalf("wire encoding differs from %s: %d lines, want %d", goldenPath, len(gl), len(wl))
-	}
+	gencheck.File(t, "testdata/wire.golden", b.String(), "run FLOWTEL_UPDATE_GOLDEN=1 go test after an intended change of the wire format")
 }
 
 func fill(tmpl *Template, r *flowrecord.Record, clusterID string) error {
