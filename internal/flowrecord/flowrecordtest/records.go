@@ -13,7 +13,7 @@ import (
 )
 
 // Start is the connection start of the records.
-var Start = time.Date(2026, 12, 2, 10, 0, 0, 123456789, time.UTC)
+var Start = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
 // Full returns a record with every field set to a distinct value, in the
 // address family chosen by ipv6.
@@ -29,7 +29,7 @@ func Full(ipv6 bool) *flowrecord.Record {
 		Protocol: 6,
 		Source: flowrecord.Endpoint{Address: a("10.10.0.5", "fd00:10::5"), Port: 43512, Kind: flowrecord.EndpointPod,
 			Namespace: "shop", PodName: "web-7d9f-abcde", PodUID: "0b6f7a4e-1111-4c3e-9d0a-6a1d2b3c4d5e",
-			PodLabels:    map[string]string{"app": "web", "tier": "front", "x": "<a&b>\"é\""},
+			PodLabels:    map[string]string{"app": "web", "tier": "front"},
 			WorkloadKind: "Deployment", WorkloadName: "web",
 			NodeName: "node-a", NodeUID: "7e1c0000-0000-4000-8000-00000000000a"},
 		Destination: flowrecord.Endpoint{Address: a("10.10.1.7", "fd00:10:1::7"), Port: 8080, Kind: flowrecord.EndpointPod,
@@ -71,7 +71,8 @@ func Full(ipv6 bool) *flowrecord.Record {
 // Records returns the wire test records: Full in both families, a node
 // record without aggregation (reported by the destination Node, labels not
 // collected, no Service, Egress or SNAT), a record whose addresses are 4-in-6
-// and whose times lie outside the 32-bit seconds range, an external one with
+// and whose times lie outside the 32-bit seconds range (and labels need
+// escaping in JSON), an external one with
 // the proxy exporter of the other family, one with only the 5-tuple, and one whose
 // Service address is not of its source's family.
 func Records() []*flowrecord.Record {
@@ -81,9 +82,11 @@ func Records() []*flowrecord.Record {
 	node.Service, node.Egress = flowrecord.Service{}, flowrecord.Egress{}
 	node.ProxySNATAddress, node.ProxySNATPort = netip.Addr{}, 0
 	node.Reporter.Side = flowrecord.SideDestination
+	node.Start = node.Start.Add(999999999) // seconds truncate
 	node.Correlation, node.Direction = flowrecord.CorrelationUnpaired, flowrecord.DirectionIngress
 
 	mapped := Full(false)
+	mapped.Source.PodLabels = map[string]string{"app": "web", "x": "<a&b>\"é\"\t"}
 	mapped.Egress.Address = netip.MustParseAddr("::ffff:192.0.2.11")
 	mapped.OriginalDestinationAddress = netip.MustParseAddr("::ffff:10.96.0.21")
 	mapped.Start = time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)
