@@ -38,7 +38,6 @@ type Field struct {
 	// ClickHouse lists the columns of the flows table carrying the field.
 	ClickHouse []Column
 
-	index int // position in attributes
 	value func(agg bool) Value
 	enc   func(r *Record, m pcommon.Map)
 	dec   func(r *Record, name string, v pcommon.Value) error

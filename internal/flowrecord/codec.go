@@ -10,12 +10,12 @@ import (
 )
 
 // decoders maps an attribute name to its schema entry, for Decode.
-var decoders = func() map[string]*Field {
-	m := make(map[string]*Field, len(attributes))
+var decoders = func() map[string]*attribute {
+	m := make(map[string]*attribute, len(attributes))
 	for i := range attributes {
 		attributes[i].index = i
 		if attributes[i].dec != nil {
-			m[attributes[i].Attribute] = &attributes[i]
+			m[attributes[i].Name] = &attributes[i]
 		}
 	}
 	return m
@@ -25,7 +25,7 @@ var decoders = func() map[string]*Field {
 var aggregationAttributes = func() int {
 	n := 0
 	for _, a := range attributes {
-		if a.Aggregation {
+		if a.aggregation {
 			n++
 		}
 	}
@@ -53,7 +53,7 @@ func Encode(r *Record, lr plog.LogRecord) {
 	}
 	for i := range attributes {
 		a := &attributes[i]
-		if a.Aggregation && r.Aggregation == nil {
+		if a.aggregation && r.Aggregation == nil {
 			continue
 		}
 		a.enc(r, m)
@@ -71,11 +71,11 @@ func Decode(lr plog.LogRecord, r *Record) error {
 	var sawProtocol, sawTransport bool
 	next := 0 // Encode writes attributes in schema order: try the next one before the map.
 	for name, v := range lr.Attributes().All() {
-		var a *Field
+		var a *attribute
 		for next < len(attributes) && attributes[next].dec == nil {
 			next++
 		}
-		if next < len(attributes) && attributes[next].Attribute == name {
+		if next < len(attributes) && attributes[next].Name == name {
 			a = &attributes[next]
 			next++
 		} else if a = decoders[name]; a == nil {

@@ -11,12 +11,22 @@ import (
 // catalogue is the field catalogue, in the order attributes are written.
 var catalogue = finish(buildCatalogue())
 
+// attribute is the codec's entry for a field carried as a LogRecord
+// attribute: small, as Encode and Decode walk the table for every record.
+type attribute struct {
+	Name        string
+	aggregation bool // written only when Record.Aggregation is set
+	index       int  // position in attributes
+	enc         func(r *Record, m pcommon.Map)
+	dec         func(r *Record, name string, v pcommon.Value) error
+}
+
 // attributes are the fields carried as LogRecord attributes, in catalogue order.
-var attributes = func() []Field {
-	var as []Field
+var attributes = func() []attribute {
+	var as []attribute
 	for _, f := range catalogue {
 		if f.Attribute != "" {
-			as = append(as, f)
+			as = append(as, attribute{Name: f.Attribute, aggregation: f.Aggregation, enc: f.enc, dec: f.dec})
 		}
 	}
 	return as

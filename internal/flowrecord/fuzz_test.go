@@ -130,7 +130,7 @@ func FuzzDecode(f *testing.F) {
 		Encode(fullRecord(), lr)
 		m := lr.Attributes()
 		for _, p := range picks {
-			name := attributes[int(p)%len(attributes)].Attribute
+			name := attributes[int(p)%len(attributes)].Name
 			switch p % 7 {
 			case 0:
 				m.Remove(name)

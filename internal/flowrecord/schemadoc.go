@@ -41,7 +41,7 @@ func SchemaMarkdown() string {
 func AttributeNames() []string {
 	names := make([]string, len(attributes))
 	for i, a := range attributes {
-		names[i] = a.Attribute
+		names[i] = a.Name
 	}
 	return names
 }
