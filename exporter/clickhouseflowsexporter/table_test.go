@@ -41,8 +41,8 @@ var antreaColumns = [][2]string{
 	{"egressName", "String"}, {"egressIP", "String"}, {"egressNodeName", "String"},
 }
 
-// flowtelColumns are the ClickHouse columns internal/flowrecord/schema.go
-// assigns to flowtel's own attributes.
+// flowtelColumns are the ClickHouse columns the field catalogue
+// (internal/flowrecord/fields.go) assigns to flowtel's own attributes.
 var flowtelColumns = []string{
 	"sourceEndpointKind", "sourcePodUID", "sourceWorkloadKind", "sourceWorkloadName", "sourceNodeUID",
 	"destinationEndpointKind", "destinationPodUID", "destinationWorkloadKind", "destinationWorkloadName", "destinationNodeUID",

@@ -21,7 +21,8 @@ type encoder struct {
 	e      *ipfixExporter
 	v4, v6 *layout.Template
 	rec    flowrecord.Record
-	lctx   layout.Context
+	// clusterID is the clusterId of the records under the current resource.
+	clusterID string
 	// open holds the message being filled per observation domain and family.
 	open map[openKey]*message
 	// out are the messages ready to be written, in the order they filled.
@@ -52,7 +53,7 @@ func (enc *encoder) encode(ctx context.Context, ld plog.Logs, now time.Time) {
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
 		odid, clusterID := enc.clusterOf(rl)
-		enc.lctx.ClusterID = clusterID
+		enc.clusterID = clusterID
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()
@@ -80,11 +81,12 @@ func (enc *encoder) add(ctx context.Context, pos int, lr plog.LogRecord, odid ui
 		return
 	}
 	r := &enc.rec
+	r.ClusterUID = enc.clusterID // what the template writes as clusterId
 	t := enc.v4
 	if r.IsIPv6() {
 		t = enc.v6
 	}
-	if err := t.Fill(r, &enc.lctx); err != nil {
+	if err := t.Fill(r); err != nil {
 		enc.dropped(ctx, reasonEncode, err)
 		return
 	}

@@ -9,54 +9,13 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
 )
 
 const testClusterUUID = "1f2e3d4c-5b6a-4978-8695-a4b3c2d1e0f9"
 
 // fullRecord has every field set, so each IE carries a distinct, non-zero value.
-func fullRecord(ipv6 bool) *flowrecord.Record {
-	a := func(v4, v6 string) netip.Addr {
-		if ipv6 {
-			return netip.MustParseAddr(v6)
-		}
-		return netip.MustParseAddr(v4)
-	}
-	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	return &flowrecord.Record{
-		Start: start, End: start.Add(9 * time.Second), Observed: start.Add(10 * time.Second),
-		Protocol: 6,
-		Source: flowrecord.Endpoint{Address: a("10.10.0.5", "fd00:10::5"), Port: 43512, Kind: flowrecord.EndpointPod,
-			Namespace: "shop", PodName: "web-7d9f-abcde", PodUID: "0b6f7a4e-1111-4c3e-9d0a-6a1d2b3c4d5e",
-			PodLabels: map[string]string{"app": "web", "tier": "front"}, NodeName: "node-a", NodeUID: "7e1c0000-0000-4000-8000-00000000000a"},
-		Destination: flowrecord.Endpoint{Address: a("10.10.1.7", "fd00:10:1::7"), Port: 8080, Kind: flowrecord.EndpointPod,
-			Namespace: "shop-db", PodName: "api-0", PodUID: "0b6f7a4e-2222-4c3e-9d0a-6a1d2b3c4d5e",
-			PodLabels: map[string]string{}, NodeName: "node-b", NodeUID: "7e1c0000-0000-4000-8000-00000000000b"},
-		OriginalDestinationAddress: a("10.96.0.20", "fd00:96::20"), OriginalDestinationPort: 80,
-		Stats:        flowrecord.Counters{PacketTotal: 12, OctetTotal: 3400, PacketDelta: 2, OctetDelta: 400},
-		ReverseStats: flowrecord.Counters{PacketTotal: 10, OctetTotal: 90000, PacketDelta: 1, OctetDelta: 1500},
-		EndReason:    flowrecord.EndReasonActiveTimeout, TCPState: "ESTABLISHED", FlowType: flowrecord.FlowTypeInterNode,
-		Service: flowrecord.Service{PortName: "shop/api:http", UID: "5e55c000-0000-4000-8000-000000000001",
-			Address: a("10.96.0.20", "fd00:96::20"), Port: 80},
-		ProxySNATAddress: a("10.10.0.1", "fd00:10::1"), ProxySNATPort: 61000,
-		IngressPolicy: flowrecord.Policy{Type: flowrecord.PolicyTypeAntreaNetworkPolicy, Namespace: "shop", Name: "allow-web",
-			UID: "9a000000-0000-4000-8000-0000000000a1", RuleName: "rule-1", RuleAction: flowrecord.RuleActionAllow},
-		EgressPolicy: flowrecord.Policy{Type: flowrecord.PolicyTypeAntreaClusterNetworkPolicy, Name: "egress-all",
-			UID: "9a000000-0000-4000-8000-0000000000a2", RuleName: "rule-2", RuleAction: flowrecord.RuleActionReject},
-		Egress: flowrecord.Egress{Name: "egress-1", UID: "e9000000-0000-4000-8000-000000000001", Address: a("192.0.2.10", "2001:db8::10"),
-			NodeName: "node-c", NodeUID: "7e1c0000-0000-4000-8000-00000000000c"},
-		Direction: flowrecord.DirectionEgress,
-		Aggregation: &flowrecord.Aggregation{
-			EndFromSource: start.Add(8 * time.Second), EndFromDestination: start.Add(7 * time.Second),
-			StatsFromSource:             flowrecord.Counters{PacketTotal: 21, OctetTotal: 22, PacketDelta: 23, OctetDelta: 24},
-			ReverseStatsFromSource:      flowrecord.Counters{PacketTotal: 31, OctetTotal: 32, PacketDelta: 33, OctetDelta: 34},
-			StatsFromDestination:        flowrecord.Counters{PacketTotal: 41, OctetTotal: 42, PacketDelta: 43, OctetDelta: 44},
-			ReverseStatsFromDestination: flowrecord.Counters{PacketTotal: 51, OctetTotal: 52, PacketDelta: 53, OctetDelta: 54},
-			Throughput:                  61, ReverseThroughput: 62, ThroughputFromSource: 63, ReverseThroughputFromSource: 64,
-			ThroughputFromDestination: 65, ReverseThroughputFromDestination: 66,
-		},
-		Origin: flowrecord.Origin{ObservationDomainID: 0xdeadbeef, ExporterAddress: a("172.18.0.3", "fd00:18::3")},
-	}
-}
+func fullRecord(ipv6 bool) *flowrecord.Record { return flowrecordtest.Full(ipv6) }
 
 // logsOf encodes records under one resource carrying the cluster UID.
 func logsOf(recs ...*flowrecord.Record) plog.Logs {

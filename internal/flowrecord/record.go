@@ -3,9 +3,12 @@
 // LogRecord, and the correlation key that lets the two Node halves of one
 // connection meet at the same gateway replica.
 //
-// The attribute names, their types and the Antrea IPFIX IEs and ClickHouse columns
-// they map to are listed once, in schema.go; docs/flow-schema.md is generated from
-// that table and a test keeps the two in step.
+// Every field that crosses a wire is listed once, in the field catalogue
+// (catalogue.go, filled in fields.go): its attribute name and type, the Antrea
+// IPFIX IEs and ClickHouse columns that carry it, and a typed accessor. The
+// codec, the exporters' IPFIX layouts and ClickHouse table, and the tables of
+// docs/flow-schema.md and docs/clickhouse.md are derived from it; tests keep
+// the documents in step.
 package flowrecord
 
 import (

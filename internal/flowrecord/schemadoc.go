@@ -5,21 +5,34 @@ import (
 	"strings"
 )
 
-// SchemaMarkdown renders the attribute table of docs/flow-schema.md from the
-// schema, so the document cannot drift from the codec (a test compares them).
+// SchemaMarkdown renders the field table of docs/flow-schema.md from the
+// catalogue, so the document cannot drift from the codec and the wires (a
+// test compares them).
 func SchemaMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| Attribute | Type | Meaning | Antrea IPFIX IE (name (id, enterprise)) | ClickHouse column |\n")
 	b.WriteString("|---|---|---|---|---|\n")
-	for _, a := range attributes {
-		doc := a.Doc
-		if a.aggregation {
+	for _, f := range catalogue {
+		doc := f.Doc
+		if f.Aggregation {
 			doc = "*(aggregate mode)* " + doc
 		}
-		if a.Derived {
+		if f.Derived {
 			doc = "*(derived)* " + doc
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", a.Name, a.Type, doc, orDash(a.IPFIX), orDash(a.Column))
+		name, typ := "–", "–"
+		if f.Attribute != "" {
+			name, typ = "`"+f.Attribute+"`", f.AttrType
+		}
+		ies := make([]string, len(f.IPFIX))
+		for i, ie := range f.IPFIX {
+			ies[i] = fmt.Sprintf("%s (%d, %d)", ie.Name, ie.ID, ie.Enterprise)
+		}
+		cols := make([]string, len(f.ClickHouse))
+		for i, c := range f.ClickHouse {
+			cols[i] = c.Name
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, typ, doc, orDash(strings.Join(ies, " / ")), orDash(strings.Join(cols, ", ")))
 	}
 	return b.String()
 }

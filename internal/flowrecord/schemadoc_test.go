@@ -2,12 +2,13 @@ package flowrecord
 
 import (
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/flowtel/flowtel/internal/flowrecord/gencheck"
 )
 
 const (
@@ -19,17 +20,7 @@ const (
 // TestSchemaDocIsCurrent keeps docs/flow-schema.md's attribute table equal to the
 // schema. Run with FLOWTEL_UPDATE_DOCS=1 to rewrite it.
 func TestSchemaDocIsCurrent(t *testing.T) {
-	raw, err := os.ReadFile(schemaDocPath)
-	require.NoError(t, err)
-	doc := string(raw)
-	i, j := strings.Index(doc, schemaDocBegin), strings.Index(doc, schemaDocEnd)
-	require.True(t, i >= 0 && j > i, "docs/flow-schema.md lacks the generated-table markers")
-	want := doc[:i+len(schemaDocBegin)] + SchemaMarkdown() + doc[j:]
-	if os.Getenv("FLOWTEL_UPDATE_DOCS") == "1" {
-		require.NoError(t, os.WriteFile(schemaDocPath, []byte(want), 0o644))
-		return
-	}
-	assert.Equal(t, want, doc, "docs/flow-schema.md is stale: run FLOWTEL_UPDATE_DOCS=1 go test ./internal/flowrecord")
+	gencheck.Section(t, schemaDocPath, schemaDocBegin, schemaDocEnd, SchemaMarkdown(), "run FLOWTEL_UPDATE_DOCS=1 go test ./internal/flowrecord")
 }
 
 // Every attribute the codec writes is documented.

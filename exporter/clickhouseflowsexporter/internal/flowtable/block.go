@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/flowtel/flowtel/internal/antreawire"
 )
 
 // Block is a batch of rows held column by column, so one INSERT appends each
@@ -11,7 +13,7 @@ import (
 type Block struct {
 	cols  []buffer
 	rows  int
-	texts texts
+	texts antreawire.Texts
 }
 
 type buffer struct {
@@ -24,7 +26,7 @@ type buffer struct {
 
 // NewBlock returns an empty block with room for capacity rows.
 func NewBlock(capacity int) *Block {
-	b := &Block{cols: make([]buffer, len(Columns)), texts: newTexts()}
+	b := &Block{cols: make([]buffer, len(Columns))}
 	for i, c := range Columns {
 		buf := &b.cols[i]
 		switch c.kind {
@@ -36,7 +38,7 @@ func NewBlock(capacity int) *Block {
 			buf.u16 = make([]uint16, 0, capacity)
 		case kindUInt64:
 			buf.u64 = make([]uint64, 0, capacity)
-		case kindString, kindAddr, kindLabels:
+		case kindString, kindName, kindAddr, kindLabels:
 			buf.str = make([]string, 0, capacity)
 		}
 	}
@@ -46,26 +48,31 @@ func NewBlock(capacity int) *Block {
 // Len is the number of rows in the block.
 func (b *Block) Len() int { return b.rows }
 
-// Add appends one row.
+// Add appends one row. The row's cluster UUID is what the clusterUUID column
+// reads: Add sets it as row.Record's ClusterUID.
 func (b *Block) Add(row *Row) {
+	r := row.Record
+	r.ClusterUID = row.ClusterUUID
 	for i := range Columns {
-		c := &Columns[i]
+		v := &Columns[i].value
 		buf := &b.cols[i]
-		switch c.kind {
+		switch Columns[i].kind {
 		case kindTime:
-			buf.i64 = append(buf.i64, seconds(c.time(row)))
+			buf.i64 = append(buf.i64, int64(antreawire.UnixSeconds(v.Time(r))))
 		case kindUInt8:
-			buf.u8 = append(buf.u8, c.u8(row))
+			buf.u8 = append(buf.u8, v.Uint8(r))
 		case kindUInt16:
-			buf.u16 = append(buf.u16, c.u16(row))
+			buf.u16 = append(buf.u16, v.Uint16(r))
 		case kindUInt64:
-			buf.u64 = append(buf.u64, c.u64(row))
+			buf.u64 = append(buf.u64, v.Uint64(r))
 		case kindString:
-			buf.str = append(buf.str, c.str(row))
+			buf.str = append(buf.str, v.String(r))
+		case kindName:
+			buf.str = append(buf.str, v.Name(r))
 		case kindAddr:
-			buf.str = append(buf.str, b.texts.addr(c.addr(row)))
+			buf.str = append(buf.str, b.texts.Addr(v.Addr(r)))
 		case kindLabels:
-			buf.str = append(buf.str, b.texts.podLabels(c.labs(row)))
+			buf.str = append(buf.str, b.texts.Labels(v.Labels(r)))
 		}
 	}
 	b.rows++
@@ -97,7 +104,7 @@ func (b *Block) AppendTo(batch driver.Batch) error {
 			v = buf.u16
 		case kindUInt64:
 			v = buf.u64
-		case kindString, kindAddr, kindLabels:
+		case kindString, kindName, kindAddr, kindLabels:
 			v = buf.str
 		}
 		if err := batch.Column(i).Append(v); err != nil {

@@ -2,13 +2,13 @@ package layout
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/vmware/go-ipfix/pkg/entities"
+
+	"github.com/flowtel/flowtel/internal/antreawire"
 )
 
 // jsonOrder sorts the elements by name: Antrea's JSON records are a Go map
@@ -47,7 +47,7 @@ func (t *Template) AppendJSON(buf []byte, now time.Time) []byte {
 		if n > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendJSONString(buf, e.GetInfoElement().Name)
+		buf = antreawire.AppendJSONString(buf, e.GetInfoElement().Name)
 		buf = append(buf, ':')
 		switch e.GetDataType() {
 		case entities.Unsigned8:
@@ -63,7 +63,7 @@ func (t *Template) AppendJSON(buf []byte, now time.Time) []byte {
 			buf = append(buf, e.GetIPAddressValue().String()...)
 			buf = append(buf, '"')
 		case entities.String:
-			buf = appendJSONString(buf, e.GetStringValue())
+			buf = antreawire.AppendJSONString(buf, e.GetStringValue())
 		case entities.OctetArray:
 			buf = appendUUID(buf, e.GetOctetArrayValue())
 		default:
@@ -76,7 +76,7 @@ func (t *Template) AppendJSON(buf []byte, now time.Time) []byte {
 
 func appendUUID(buf, b []byte) []byte {
 	if len(b) != 16 {
-		return appendJSONString(buf, hex.EncodeToString(b))
+		return antreawire.AppendJSONString(buf, hex.EncodeToString(b))
 	}
 	var s [36]byte
 	hex.Encode(s[0:8], b[0:4])
@@ -90,20 +90,5 @@ func appendUUID(buf, b []byte) []byte {
 	hex.Encode(s[24:], b[10:])
 	buf = append(buf, '"')
 	buf = append(buf, s[:]...)
-	return append(buf, '"')
-}
-
-// appendJSONString quotes s exactly as encoding/json does (including its HTML
-// escaping of <, > and &), without allocating for the common plain string.
-func appendJSONString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
-			b, _ := json.Marshal(s) // a string always marshals
-			return append(buf, b...)
-		}
-	}
-	buf = append(buf, '"')
-	buf = append(buf, s...)
 	return append(buf, '"')
 }

@@ -45,6 +45,9 @@ func init() {
 	registry.LoadRegistry()
 }
 
+// catalogue is every IE of the field catalogue, by name: what each carries.
+var catalogue = flowrecord.IPFIXElements()
+
 // Names returns the IE names of the layout in template order.
 func Names(o Options, ipv6 bool) ([]string, error) {
 	switch o.Kind {
@@ -183,20 +186,28 @@ func newTemplate(o Options, id uint16, ipv6 bool) (*Template, error) {
 	}
 	t := &Template{ID: id, IPv6: ipv6}
 	for _, name := range names {
-		spec, ok := specs[name]
+		ie, ok := catalogue[name]
 		if !ok {
-			return nil, fmt.Errorf("layout %s: no value for IE %s", o.Kind, name)
+			return nil, fmt.Errorf("layout %s: IE %s is not in the field catalogue", o.Kind, name)
 		}
-		ie, err := registry.GetInfoElement(name, spec.enterprise)
+		reg, err := registry.GetInfoElement(name, ie.Enterprise)
 		if err != nil {
 			return nil, fmt.Errorf("layout %s: %w", o.Kind, err)
 		}
-		v, err := entities.DecodeAndCreateInfoElementWithValue(ie, nil)
+		if reg.ElementId != ie.ID || reg.DataType != entities.IEDataType(ie.Type) {
+			return nil, fmt.Errorf("layout %s: IE %s is %d of type %s in the catalogue, %d of type %d in the registry",
+				o.Kind, name, ie.ID, ie.Type, reg.ElementId, reg.DataType)
+		}
+		v, err := entities.DecodeAndCreateInfoElementWithValue(reg, nil)
 		if err != nil {
 			return nil, fmt.Errorf("layout %s: IE %s: %w", o.Kind, name, err)
 		}
+		set, err := newSetter(ie, ipv6)
+		if err != nil {
+			return nil, fmt.Errorf("layout %s: %w", o.Kind, err)
+		}
 		t.elements = append(t.elements, v)
-		t.setters = append(t.setters, spec.newSetter(name, ipv6))
+		t.setters = append(t.setters, set)
 	}
 	tr := entities.NewTemplateRecordFromElements(id, t.elements)
 	if err := tr.PrepareRecord(); err != nil {
@@ -243,11 +254,12 @@ func (t *Template) MinRecordLen() int {
 	return n
 }
 
-// Fill sets every IE's value from r. On error (naming the IE) the record
-// cannot be encoded; the Template stays usable for the next one.
-func (t *Template) Fill(r *flowrecord.Record, c *Context) error {
+// Fill sets every IE's value from r; clusterId is r.ClusterUID. On error
+// (naming the IE) the record cannot be encoded; the Template stays usable for
+// the next one.
+func (t *Template) Fill(r *flowrecord.Record) error {
 	for i, set := range t.setters {
-		if err := set(r, c, t.elements[i]); err != nil {
+		if err := set(r, t.elements[i]); err != nil {
 			return err
 		}
 	}

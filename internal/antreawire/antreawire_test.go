@@ -1,11 +1,43 @@
-package flowtable
+package antreawire
 
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/netip"
 	"testing"
+	"time"
 )
+
+// AppendJSONString quotes as encoding/json does, plain or not.
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "web", "a.b/c-d_e", `q"uo\te`, "<a&b>", "tab\t\x00\x1f", "é\u2028", "\xff\xfe"} {
+		want, _ := json.Marshal(s)
+		if got := AppendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("AppendJSONString(%q) = %s, want x%s", s, got, want)
+		}
+	}
+}
+
+// UnixSeconds clamps to the 32-bit range; the zero time is 0.
+func TestUnixSeconds(t *testing.T) {
+	for _, c := range []struct {
+		t    time.Time
+		want uint32
+	}{
+		{time.Time{}, 0},
+		{time.Unix(0, 0), 0},
+		{time.Unix(-5, 0), 0},
+		{time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), 0},
+		{time.Unix(1796205600, 999999999), 1796205600},
+		{time.Unix(math.MaxUint32, 0), math.MaxUint32},
+		{time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC), math.MaxUint32},
+	} {
+		if got := UnixSeconds(c.t); got != c.want {
+			t.Errorf("UnixSeconds(%v) = %d, want %d", c.t, got, c.want)
+		}
+	}
+}
 
 // The label JSON is byte for byte what encoding/json writes for the map
 // (Antrea's encoding), including strings that need escaping.
@@ -25,32 +57,32 @@ func TestPodLabelsMatchEncodingJSON(t *testing.T) {
 		}
 		maps = append(maps, m)
 	}
-	tx := newTexts()
+	var tx Texts
 	for _, m := range maps {
 		want, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range 2 { // the second time comes from the cache
-			if got := tx.podLabels(m); got != string(want) {
-				t.Errorf("podLabels(%q) = %s, want %s", m, got, want)
+			if got := tx.Labels(m); got != string(want) {
+				t.Errorf("Labels(%q) = %s, want %s", m, got, want)
 			}
 		}
 	}
-	if got := tx.podLabels(nil); got != "" {
-		t.Errorf("podLabels(nil) = %q, want \"\" (labels not collected)", got)
+	if got := tx.Labels(nil); got != "" {
+		t.Errorf("Labels(nil) = %q, want \"\" (labels not collected)", got)
 	}
-	if got := tx.podLabels(map[string]string{}); got != "{}" {
-		t.Errorf("podLabels({}) = %q, want {}", got)
+	if got := tx.Labels(map[string]string{}); got != "{}" {
+		t.Errorf("Labels({}) = %q, want {}", got)
 	}
 }
 
 // Addresses are netip's text, "" when unset, also once the cache is full and
 // starts over.
 func TestAddrText(t *testing.T) {
-	tx := newTexts()
-	if got := tx.addr(netip.Addr{}); got != "" {
-		t.Errorf("addr(invalid) = %q, want \"\"", got)
+	var tx Texts
+	if got := tx.Addr(netip.Addr{}); got != "" {
+		t.Errorf("Addr(invalid) = %q, want \"\"", got)
 	}
 	for i := range maxCachedTexts + 100 {
 		for _, a := range []netip.Addr{
@@ -58,8 +90,8 @@ func TestAddrText(t *testing.T) {
 			netip.AddrFrom16([16]byte{0xfd, 0, 14: byte(i >> 8), 15: byte(i)}),
 			netip.AddrFrom16([16]byte{10: 0xff, 11: 0xff, 12: 192, 13: 168, 14: byte(i >> 8), 15: byte(i)}), // 4-in-6
 		} {
-			if got, want := tx.addr(a), a.String(); got != want {
-				t.Fatalf("addr(%v) = %q, want %q", a, got, want)
+			if got, want := tx.Addr(a), a.String(); got != want {
+				t.Fatalf("Addr(%v) = %q, want %q", a, got, want)
 			}
 		}
 	}
@@ -70,9 +102,9 @@ func TestAddrText(t *testing.T) {
 
 func BenchmarkPodLabels(b *testing.B) {
 	m := map[string]string{"app": "web", "pod-template-hash": "7d4b9c8f6d", "app.kubernetes.io/name": "frontend"}
-	tx := newTexts()
+	var tx Texts
 	b.ReportAllocs()
 	for range b.N {
-		_ = tx.podLabels(m)
+		_ = tx.Labels(m)
 	}
 }

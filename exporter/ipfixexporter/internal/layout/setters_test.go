@@ -24,12 +24,22 @@ func stringIE(t *testing.T, name string) entities.InfoElementWithValue {
 	return v
 }
 
+// setterOf is the setter of an IE of the catalogue in an IPv4 template.
+func setterOf(t *testing.T, name string) setter {
+	t.Helper()
+	set, err := newSetter(catalogue[name], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
 // TestLabelsAsEncodingJSON: Pod labels are written exactly as encoding/json
 // renders the map (Antrea marshals it), including escaping, and a repeated or
 // changed label set is re-rendered correctly by the reusing setter.
 func TestLabelsAsEncodingJSON(t *testing.T) {
 	ie := stringIE(t, "sourcePodLabels")
-	set := specs["sourcePodLabels"].newSetter("sourcePodLabels", false)
+	set := setterOf(t, "sourcePodLabels")
 	cases := []map[string]string{
 		{"app": "web", "tier": "front"},
 		{"app": "web", "tier": "front"},
@@ -39,7 +49,7 @@ func TestLabelsAsEncodingJSON(t *testing.T) {
 	}
 	for _, m := range cases {
 		r := &flowrecord.Record{Source: flowrecord.Endpoint{PodLabels: m}}
-		if err := set(r, &Context{}, ie); err != nil {
+		if err := set(r, ie); err != nil {
 			t.Fatal(err)
 		}
 		want, _ := json.Marshal(m)
@@ -52,7 +62,7 @@ func TestLabelsAsEncodingJSON(t *testing.T) {
 		if m != nil {
 			r.Source.PodLabels = *m
 		}
-		_ = set(r, &Context{}, ie)
+		_ = set(r, ie)
 		if got := ie.GetStringValue(); got != want {
 			t.Errorf("labels %v: got %q, want %q", m, got, want)
 		}
@@ -62,7 +72,7 @@ func TestLabelsAsEncodingJSON(t *testing.T) {
 // TestEgressIPText: the Egress IP is text, "" for none, and follows changes.
 func TestEgressIPText(t *testing.T) {
 	ie := stringIE(t, "egressIP")
-	set := specs["egressIP"].newSetter("egressIP", false)
+	set := setterOf(t, "egressIP")
 	for _, s := range []string{"192.0.2.10", "192.0.2.10", "", "2001:db8::1", "::ffff:192.0.2.11"} {
 		r := &flowrecord.Record{}
 		want := s
@@ -70,7 +80,7 @@ func TestEgressIPText(t *testing.T) {
 			r.Egress.Address = netip.MustParseAddr(s)
 			want = r.Egress.Address.Unmap().String()
 		}
-		_ = set(r, &Context{}, ie)
+		_ = set(r, ie)
 		if got := ie.GetStringValue(); got != want {
 			t.Errorf("egress %q: got %q, want %q", s, got, want)
 		}

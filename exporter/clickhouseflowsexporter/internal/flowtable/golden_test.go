@@ -1,0 +1,46 @@
+package flowtable
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
+	"github.com/flowtel/flowtel/internal/flowrecord/gencheck"
+)
+
+// TestTableGolden pins the table the exporter creates and writes: the DDL,
+// the INSERT's column list, and every column's value for the test records.
+// Existing tables (Antrea's, Theia's) depend on the column names, types and
+// order, so a change here must be intended: run with FLOWTEL_UPDATE_GOLDEN=1
+// to rewrite testdata/table.golden.
+func TestTableGolden(t *testing.T) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n%s\n\n%s\n\n", CreateTable("db", "flows", 0), CreateTable("db", "flows", time.Hour), InsertStatement("db", "flows"))
+	recs := flowrecordtest.Records()
+	block := NewBlock(len(recs))
+	for i, r := range recs {
+		block.Add(&Row{Record: r, ClusterUUID: fmt.Sprint("cluster-", i)})
+	}
+	for i, c := range Columns {
+		buf := &block.cols[i]
+		fmt.Fprintf(&b, "%s %s flowtel=%t:", c.Name, c.Type, c.Flowtel)
+		for row := range block.Len() {
+			switch {
+			case buf.i64 != nil:
+				fmt.Fprintf(&b, " %d", buf.i64[row])
+			case buf.u8 != nil:
+				fmt.Fprintf(&b, " %d", buf.u8[row])
+			case buf.u16 != nil:
+				fmt.Fprintf(&b, " %d", buf.u16[row])
+			case buf.u64 != nil:
+				fmt.Fprintf(&b, " %d", buf.u64[row])
+			default:
+				fmt.Fprintf(&b, " %q", buf.str[row])
+			}
+		}
+		b.WriteString("\n")
+	}
+	gencheck.File(t, "testdata/table.golden", b.String(), "run FLOWTEL_UPDATE_GOLDEN=1 go test after an intended change of the table")
+}
