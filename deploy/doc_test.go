@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package deploy_test checks that everything under deploy/ is something a
 // cluster accepts and a flowtel collector runs: the collector configuration
 // embedded in each manifest, chart rendering and Operator CR passes the
