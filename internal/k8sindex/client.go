@@ -23,7 +23,7 @@ func NewClient(authType, kubeconfig, userAgent string) (kubernetes.Interface, er
 	case AuthServiceAccount:
 		cfg, err = rest.InClusterConfig()
 		if err != nil {
-			return nil, fmt.Errorf("auth_type %s: %w (is the collector running in a Pod with a service account token mounted?)", authType, err)
+			return nil, fmt.Errorf("auth_type: %s found no in-cluster credentials (got %w); run the collector in a Pod with a ServiceAccount token mounted, or set auth_type: %s", authType, err, AuthKubeConfig)
 		}
 	case AuthKubeConfig:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -32,10 +32,10 @@ func NewClient(authType, kubeconfig, userAgent string) (kubernetes.Interface, er
 		}
 		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 		if err != nil {
-			return nil, fmt.Errorf("auth_type %s: loading kubeconfig %q: %w", authType, kubeconfig, err)
+			return nil, fmt.Errorf("kubeconfig: cannot load %q (got %w); point kubeconfig (or $KUBECONFIG) at a readable kubeconfig file", kubeconfig, err)
 		}
 	default:
-		return nil, fmt.Errorf("unknown auth_type %q (want %s or %s)", authType, AuthServiceAccount, AuthKubeConfig)
+		return nil, fmt.Errorf("auth_type: unknown (got %q); set %s or %s", authType, AuthServiceAccount, AuthKubeConfig)
 	}
 	cfg.UserAgent = userAgent
 	// Protobuf halves the list/watch cost of Pods and EndpointSlices.

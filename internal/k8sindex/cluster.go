@@ -26,11 +26,11 @@ var ClusterIdentity = Resource{"", "namespaces"}
 func ClusterUID(ctx context.Context, client kubernetes.Interface) (string, error) {
 	ns, err := client.CoreV1().Namespaces().Get(ctx, ClusterIdentityNamespace, metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("reading the cluster UID (Namespace %s; or set cluster_uid): %w",
+		return "", fmt.Errorf("cluster_uid: cannot read the UID of Namespace %s (got %w); or set cluster_uid",
 			ClusterIdentityNamespace, describe(ClusterIdentity, "get", err))
 	}
 	if ns.UID == "" {
-		return "", errors.New("reading the cluster UID: Namespace " + ClusterIdentityNamespace + " has no UID")
+		return "", errors.New("cluster_uid: Namespace " + ClusterIdentityNamespace + " has no UID (got none); set cluster_uid")
 	}
 	return string(ns.UID), nil
 }

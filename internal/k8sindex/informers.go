@@ -100,13 +100,13 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 	}
 	for _, w := range wirings {
 		if err := w.informer.SetTransform(w.transform); err != nil {
-			return nil, fmt.Errorf("k8s index: transform for %s: %w", w.res, err)
+			return nil, fmt.Errorf("%s: cannot set the informer transform (got %w)", w.res, err)
 		}
 		res := w.res
 		if err := w.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 			in.watchError(res, err)
 		}); err != nil {
-			return nil, fmt.Errorf("k8s index: watch error handler for %s: %w", res, err)
+			return nil, fmt.Errorf("%s: cannot set the watch error handler (got %w)", res, err)
 		}
 		upsert, remove := w.upsert, w.remove
 		_, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -120,7 +120,7 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 			},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("k8s index: event handler for %s: %w", res, err)
+			return nil, fmt.Errorf("%s: cannot add the event handler (got %w)", res, err)
 		}
 		in.synced[res] = w.informer.HasSynced
 	}
@@ -198,11 +198,11 @@ func describe(res Resource, verb string, err error) error {
 		if verb == "get" {
 			grant = "get"
 		}
-		return fmt.Errorf("RBAC forbids %q on %s (grant %s on it in the ClusterRole): %w", verb, res, grant, err)
+		return fmt.Errorf("%s %s: forbidden by RBAC (got %w); grant %s on it in the ClusterRole", verb, res, err, grant)
 	case apierrors.IsUnauthorized(err):
-		return fmt.Errorf("API server rejected the credentials for %q on %s: %w", verb, res, err)
+		return fmt.Errorf("%s %s: the API server rejected the credentials (got %w); check the ServiceAccount token or the kubeconfig", verb, res, err)
 	default:
-		return fmt.Errorf("cannot %s %s from the API server: %w", verb, res, err)
+		return fmt.Errorf("%s %s: the API server did not answer (got %w); check that it is reachable from the collector", verb, res, err)
 	}
 }
 

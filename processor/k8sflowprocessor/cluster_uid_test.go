@@ -88,7 +88,8 @@ func TestClusterUIDFromKubeAPIServer(t *testing.T) {
 		_, err := run(t, withoutGrant, func(*Config) {})
 		require.Error(t, err)
 		t.Logf("start without get on namespaces: %v", err)
-		assert.Contains(t, err.Error(), `RBAC forbids "get" on namespaces (grant get on it in the ClusterRole)`)
+		assert.Contains(t, err.Error(), "get namespaces: forbidden by RBAC")
+		assert.Contains(t, err.Error(), "grant get on it in the ClusterRole")
 		assert.Contains(t, err.Error(), "or set cluster_uid")
 	})
 	t.Run("without the grant and wait_for_sync false, records carry none", func(t *testing.T) {

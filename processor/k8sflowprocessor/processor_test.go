@@ -149,14 +149,14 @@ func TestStartErrors(t *testing.T) {
 		})
 		err := startErr(t, nodeConfig("node-a"), func(*Config) (kubernetes.Interface, error) { return cs, nil })
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), `RBAC forbids "list" on endpointslices.discovery.k8s.io`)
+		assert.Contains(t, err.Error(), "list endpointslices.discovery.k8s.io: forbidden by RBAC")
 	})
 	t.Run("API server unreachable", func(t *testing.T) {
 		cfg := nodeConfig("node-a")
 		cfg.AuthType, cfg.KubeConfig, cfg.WaitForSyncTimeout = "kubeConfig", unreachableKubeconfig, 2*time.Second
 		err := startErr(t, cfg, newClient)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "cannot list pods from the API server")
+		assert.Contains(t, err.Error(), "list pods: the API server did not answer")
 		assert.Contains(t, err.Error(), "connection refused")
 
 		// Without wait_for_sync Start succeeds, the informers retry, and
@@ -167,11 +167,11 @@ func TestStartErrors(t *testing.T) {
 	t.Run("missing kubeconfig", func(t *testing.T) {
 		cfg := nodeConfig("node-a")
 		cfg.AuthType, cfg.KubeConfig = "kubeConfig", "/nonexistent/kubeconfig"
-		assert.ErrorContains(t, startErr(t, cfg, newClient), `auth_type kubeConfig: loading kubeconfig "/nonexistent/kubeconfig"`)
+		assert.ErrorContains(t, startErr(t, cfg, newClient), `kubeconfig: cannot load "/nonexistent/kubeconfig"`)
 	})
 	t.Run("serviceAccount outside a cluster", func(t *testing.T) {
 		t.Setenv("KUBERNETES_SERVICE_HOST", "")
-		assert.ErrorContains(t, startErr(t, nodeConfig("node-a"), newClient), "auth_type serviceAccount")
+		assert.ErrorContains(t, startErr(t, nodeConfig("node-a"), newClient), "auth_type: serviceAccount found no in-cluster credentials")
 	})
 }
 
