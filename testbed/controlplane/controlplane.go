@@ -1,6 +1,6 @@
 // Package controlplane runs a real etcd and kube-apiserver for tests
-// (architecture §4): token authentication, RBAC authorization, ServiceAccount
-// tokens through the TokenRequest API. There is no scheduler, controller
+// (architecture §4): token and client-certificate authentication, RBAC
+// authorization, ServiceAccount tokens through the TokenRequest API. There is no scheduler, controller
 // manager or kubelet: tests create Nodes, Pods (IPs through the status
 // subresource) and Services themselves.
 //
@@ -10,13 +10,19 @@ package controlplane
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -55,6 +61,11 @@ type ControlPlane struct {
 	Admin kubernetes.Interface
 	// Dir holds the data, certificates, logs and kubeconfigs; removed at cleanup.
 	Dir string
+	// ClientCA signs client certificates the API server accepts (its
+	// --client-ca-file, which it also publishes in the ConfigMap
+	// kube-system/extension-apiserver-authentication); see ClientCertificate.
+	ClientCA    *x509.Certificate
+	clientCAKey crypto.Signer
 }
 
 var (
@@ -116,6 +127,7 @@ func Start(t testing.TB) *ControlPlane {
 	})
 
 	saKey, saPub := writeServiceAccountKeys(t, dir)
+	clientCAFile := cp.writeClientCA(t, dir)
 	tokens := filepath.Join(dir, "tokens.csv")
 	must(t, os.WriteFile(tokens, []byte(cp.AdminToken+`,admin,uid-admin,"system:masters"`+"\n"), 0o600))
 	startProcess(t, dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"),
@@ -124,7 +136,7 @@ func Start(t testing.TB) *ControlPlane {
 		fmt.Sprintf("--secure-port=%d", apiPort), "--cert-dir="+filepath.Join(dir, "certs"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
-		"--token-auth-file="+tokens, "--authorization-mode=RBAC",
+		"--token-auth-file="+tokens, "--client-ca-file="+clientCAFile, "--authorization-mode=RBAC",
 		"--service-cluster-ip-range="+ServiceCIDRv4+","+ServiceCIDRv6,
 		// No controller manager creates the default ServiceAccount.
 		"--disable-admission-plugins=ServiceAccount",
@@ -190,6 +202,46 @@ func (cp *ControlPlane) ServiceAccount(t testing.TB, namespace, name string, clu
 	}, metav1.CreateOptions{})
 	must(t, err)
 	return tr.Status.Token
+}
+
+// writeClientCA creates the client CA and returns its certificate file.
+func (cp *ControlPlane) writeClientCA(t testing.TB, dir string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flowtel-test-client-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(t, err)
+	cp.ClientCA, err = x509.ParseCertificate(der)
+	must(t, err)
+	cp.clientCAKey = key
+	path := filepath.Join(dir, "client-ca.crt")
+	must(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	return path
+}
+
+// ClientCertificate issues a client certificate signed by ClientCA for user
+// (the Common Name) in groups (the Organizations), as kube-apiserver maps them.
+func (cp *ControlPlane) ClientCertificate(t testing.TB, user string, groups ...string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	must(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: user, Organization: groups},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, cp.ClientCA, &key.PublicKey, cp.clientCAKey)
+	must(t, err)
+	leaf, err := x509.ParseCertificate(der)
+	must(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
 }
 
 // CloseIdleConnections closes a clientset's idle connections (client-go
