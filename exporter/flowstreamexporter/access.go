@@ -288,21 +288,21 @@ func (a *access) allowed(ctx context.Context, u *user, namespace, subresource, v
 	return ok, nil
 }
 
-// allowedOrLastClusterWide is allowed, falling back while the API cannot
-// answer: to the subject's cluster-wide decision (fresh, else the last one
-// known), else to "no".
-func (a *access) allowedOrLastClusterWide(ctx context.Context, u *user, namespace, subresource, verb string) bool {
-	ok, err := a.allowed(ctx, u, namespace, subresource, verb)
-	if err == nil {
-		return ok
+// holds reports whether u holds verb on the flows resource (or
+// subresource) in namespace: through a cluster-wide grant, whose last known
+// decision is kept while the API server cannot answer, or through a grant in
+// the Namespace itself, which counts as absent while it cannot.
+func (a *access) holds(ctx context.Context, u *user, namespace, subresource, verb string) bool {
+	ok, err := a.allowed(ctx, u, "", subresource, verb)
+	if err != nil {
+		v, known := a.clusterWide.Load(decisionKey{user: u.key, subresource: subresource, verb: verb})
+		ok = known && v.(bool)
 	}
-	if namespace != "" {
-		if ok, err := a.allowed(ctx, u, "", subresource, verb); err == nil {
-			return ok
-		}
+	if ok {
+		return true
 	}
-	v, known := a.clusterWide.Load(decisionKey{user: u.key, subresource: subresource, verb: verb})
-	return known && v.(bool)
+	ok, err = a.allowed(ctx, u, namespace, subresource, verb)
+	return err == nil && ok
 }
 
 // errNoDecision marks an authorization that could not be reached.
@@ -332,10 +332,10 @@ func (a *access) peerTier(ctx context.Context, u *user, namespace, verb string) 
 	if namespace == "" {
 		return tierFlow
 	}
-	if a.allowedOrLastClusterWide(ctx, u, namespace, "", verb) {
+	if a.holds(ctx, u, namespace, "", verb) {
 		return tierFull
 	}
-	if a.allowedOrLastClusterWide(ctx, u, namespace, subresourceIdentity, verbGet) {
+	if a.holds(ctx, u, namespace, subresourceIdentity, verbGet) {
 		return tierIdentity
 	}
 	return tierFlow
