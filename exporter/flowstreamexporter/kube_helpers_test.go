@@ -4,17 +4,10 @@ package flowstreamexporter
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -40,7 +33,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	pb "github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
@@ -64,7 +56,7 @@ type clusterOption func(*Config)
 func startCluster(t *testing.T, opts ...clusterOption) *cluster {
 	t.Helper()
 	cp := controlplane.Start(t)
-	applyClusterRoles(t, cp)
+	cp.ApplyClusterRoles(t, filepath.Join("testdata", "clusterroles.yaml"))
 	c := &cluster{cp: cp}
 	c.startExporter(t, true, opts...)
 	return c
@@ -80,27 +72,18 @@ func (c *cluster) startExporter(t *testing.T, canReadClientCA bool, opts ...clus
 	if !canReadClientCA {
 		name = "gateway-no-ca"
 	}
-	token := c.cp.ServiceAccount(t, "flowtel", name, "system:auth-delegator")
-	if canReadClientCA {
-		_, err := c.cp.Admin.RbacV1().RoleBindings("kube-system").Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "flowtel-" + name + "-auth-reader"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "extension-apiserver-authentication-reader"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "flowtel", Name: name}},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
 	cfg := createDefaultConfig().(*Config)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	c.addr = l.Addr().String()
 	require.NoError(t, l.Close())
 	cfg.NetAddr.Endpoint = c.addr
-	certFile, keyFile := writeServerCert(t)
+	certFile, keyFile := c.cp.ServingCertificate(t)
 	tc := configtls.NewDefaultServerConfig()
 	tc.CertFile, tc.KeyFile = certFile, keyFile
 	cfg.TLS = configoptional.Some(tc)
 	cfg.Kubernetes.AuthType = "kubeConfig"
-	cfg.Kubernetes.KubeConfig = c.cp.Kubeconfig(t, name, token)
+	cfg.Kubernetes.KubeConfig = c.cp.DelegatingServiceAccount(t, "flowtel", name, canReadClientCA)
 	if c.proxy != nil {
 		kc, err := os.ReadFile(cfg.Kubernetes.KubeConfig)
 		require.NoError(t, err)
@@ -124,43 +107,6 @@ func (c *cluster) startExporter(t *testing.T, canReadClientCA bool, opts ...clus
 			_, err := c.open(t, certCred(cert), &pb.GetFlowsRequest{Namespaces: []string{"probe"}})
 			return status.Code(err) != codes.Unavailable
 		}, 30*time.Second, 100*time.Millisecond)
-	}
-}
-
-func writeServerCert(t *testing.T) (string, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "flowtel-gateway"},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	kd, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	cf, kf := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	require.NoError(t, os.WriteFile(cf, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(kf, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), 0o600))
-	return cf, kf
-}
-
-func applyClusterRoles(t *testing.T, cp *controlplane.ControlPlane) {
-	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "clusterroles.yaml"))
-	require.NoError(t, err)
-	defer f.Close()
-	d := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		var role rbacv1.ClusterRole
-		if err := d.Decode(&role); errors.Is(err, io.EOF) {
-			return
-		} else {
-			require.NoError(t, err)
-		}
-		_, err := cp.Admin.RbacV1().ClusterRoles().Create(context.Background(), &role, metav1.CreateOptions{})
-		require.NoError(t, err)
 	}
 }
 

@@ -5,6 +5,7 @@ package flowstreamexporter
 import (
 	"context"
 	"net/netip"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -390,7 +391,7 @@ func TestEstablishedStreams(t *testing.T) {
 // fail closed. Afterwards everything is as before.
 func TestAPIBlip(t *testing.T) {
 	cp := controlplane.Start(t)
-	applyClusterRoles(t, cp)
+	cp.ApplyClusterRoles(t, filepath.Join("testdata", "clusterroles.yaml"))
 	c := &cluster{cp: cp, proxy: newTCPProxy(t, cp.URL)}
 	c.startExporter(t, true, func(cfg *Config) {
 		cfg.Kubernetes.DecisionTTL = 500 * time.Millisecond

@@ -22,6 +22,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -41,6 +42,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -228,20 +230,77 @@ func (cp *ControlPlane) writeClientCA(t testing.TB, dir string) string {
 // (the Common Name) in groups (the Organizations), as kube-apiserver maps them.
 func (cp *ControlPlane) ClientCertificate(t testing.TB, user string, groups ...string) tls.Certificate {
 	t.Helper()
+	return cp.issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: user, Organization: groups},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+}
+
+// ServingCertificate writes a server certificate for 127.0.0.1 and
+// localhost, signed by ClientCA, and returns its certificate and key files.
+func (cp *ControlPlane) ServingCertificate(t testing.TB) (certFile, keyFile string) {
+	t.Helper()
+	c := cp.issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: "localhost"},
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	key, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	must(t, err)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	must(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600))
+	must(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600))
+	return certFile, keyFile
+}
+
+func (cp *ControlPlane) issue(t testing.TB, tmpl *x509.Certificate) tls.Certificate {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl.SerialNumber, err = rand.Int(rand.Reader, big.NewInt(1<<62))
 	must(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: user, Organization: groups},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, cp.ClientCA, &key.PublicKey, cp.clientCAKey)
 	must(t, err)
 	leaf, err := x509.ParseCertificate(der)
 	must(t, err)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
+}
+
+// DelegatingServiceAccount creates namespace/name for a server that
+// delegates authentication and authorization to the API server, as
+// extension API servers do: bound to system:auth-delegator (TokenReviews,
+// SubjectAccessReviews) and, with readClientCA, to the
+// extension-apiserver-authentication-reader Role (the client CA ConfigMap).
+// It returns a kubeconfig for it.
+func (cp *ControlPlane) DelegatingServiceAccount(t testing.TB, namespace, name string, readClientCA bool) string {
+	t.Helper()
+	token := cp.ServiceAccount(t, namespace, name, "system:auth-delegator")
+	if readClientCA {
+		_, err := cp.Admin.RbacV1().RoleBindings("kube-system").Create(context.Background(), &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: namespace + "-" + name + "-auth-reader"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "extension-apiserver-authentication-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: name}},
+		}, metav1.CreateOptions{})
+		must(t, err)
+	}
+	return cp.Kubeconfig(t, namespace+"-"+name, token)
+}
+
+// ApplyClusterRoles creates the ClusterRoles of a multi-document YAML file.
+func (cp *ControlPlane) ApplyClusterRoles(t testing.TB, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	must(t, err)
+	defer f.Close()
+	d := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var role rbacv1.ClusterRole
+		if err := d.Decode(&role); errors.Is(err, io.EOF) {
+			return
+		} else {
+			must(t, err)
+		}
+		_, err := cp.Admin.RbacV1().ClusterRoles().Create(context.Background(), &role, metav1.CreateOptions{})
+		must(t, err)
+	}
 }
 
 // CloseIdleConnections closes a clientset's idle connections (client-go
