@@ -7,6 +7,7 @@ package components
 
 import (
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter"
+	"github.com/flowtel/flowtel/exporter/flowstreamexporter"
 	"github.com/flowtel/flowtel/exporter/ipfixexporter"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
 	"github.com/flowtel/flowtel/processor/k8sflowprocessor"
@@ -73,6 +74,7 @@ var (
 	flowCorrelation = entry[processor.Factory]{flowtel + "processor/flowcorrelationprocessor", flowcorrelationprocessor.NewFactory()}
 	ipfix           = entry[exporter.Factory]{flowtel + "exporter/ipfixexporter", ipfixexporter.NewFactory()}
 	clickhouseFlows = entry[exporter.Factory]{flowtel + "exporter/clickhouseflowsexporter", clickhouseflowsexporter.NewFactory()}
+	flowStream      = entry[exporter.Factory]{flowtel + "exporter/flowstreamexporter", flowstreamexporter.NewFactory()}
 )
 
 func sets() map[string]set {
@@ -91,13 +93,13 @@ func sets() map[string]set {
 
 	gateway := common()
 	gateway.processors = append(gateway.processors, flowCorrelation)
-	gateway.exporters = append(gateway.exporters, ipfix, clickhouseFlows)
+	gateway.exporters = append(gateway.exporters, ipfix, clickhouseFlows, flowStream)
 	gateway.connectors = append(gateway.connectors, signalToMetric)
 
 	full := common()
 	full.receivers = append(full.receivers, conntrack)
 	full.processors = append(full.processors, k8sFlow, flowCorrelation)
-	full.exporters = append(full.exporters, loadBalancing, ipfix, clickhouseFlows)
+	full.exporters = append(full.exporters, loadBalancing, ipfix, clickhouseFlows, flowStream)
 	full.connectors = append(full.connectors, signalToMetric)
 
 	return map[string]set{Full: full, Node: node, Gateway: gateway}
