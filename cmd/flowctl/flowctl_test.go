@@ -51,7 +51,7 @@ type env struct {
 func startEnv(t *testing.T) *env {
 	t.Helper()
 	cp := controlplane.Start(t)
-	cp.ApplyClusterRoles(t, filepath.Join("..", "..", "exporter", "flowstreamexporter", "testdata", "clusterroles.yaml"))
+	cp.ApplyClusterRoles(t, filepath.Join("..", "..", "deploy", "kubernetes", "components", "flow-stream", "clusterroles.yaml"))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()

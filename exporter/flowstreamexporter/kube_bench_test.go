@@ -4,7 +4,6 @@ package flowstreamexporter
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"go.opentelemetry.io/collector/exporter/exportertest"
@@ -25,7 +24,7 @@ import (
 // the SubjectAccessReviews that costs (target: zero).
 func BenchmarkNamespacedStreamWarmCache(b *testing.B) {
 	cp := controlplane.Start(b)
-	cp.ApplyClusterRoles(b, filepath.Join("testdata", "clusterroles.yaml"))
+	cp.ApplyClusterRoles(b, clusterRoles)
 	ctx := context.Background()
 	for ns, role := range map[string]string{"ns-a": "antrea-flow-viewer", "ns-b": "antrea-flow-viewer", "ns-c": "antrea-flow-identity-viewer"} {
 		cp.ServiceAccount(b, ns, "unused") // creates the Namespace

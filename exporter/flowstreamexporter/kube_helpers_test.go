@@ -56,7 +56,7 @@ type clusterOption func(*Config)
 func startCluster(t *testing.T, opts ...clusterOption) *cluster {
 	t.Helper()
 	cp := controlplane.Start(t)
-	cp.ApplyClusterRoles(t, filepath.Join("testdata", "clusterroles.yaml"))
+	cp.ApplyClusterRoles(t, clusterRoles)
 	c := &cluster{cp: cp}
 	c.startExporter(t, true, opts...)
 	return c
@@ -215,6 +215,9 @@ func (c *cluster) namespace(t *testing.T, ns string) {
 }
 
 var bindings atomic.Int64
+
+// clusterRoles are the shipped ClusterRoles.
+var clusterRoles = filepath.Join("..", "..", "deploy", "kubernetes", "components", "flow-stream", "clusterroles.yaml")
 
 // tcpProxy forwards to the API server until cut, which closes every
 // connection and refuses new ones until restore: an API blip.

@@ -5,7 +5,6 @@ package flowstreamexporter
 import (
 	"context"
 	"net/netip"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -391,7 +390,7 @@ func TestEstablishedStreams(t *testing.T) {
 // fail closed. Afterwards everything is as before.
 func TestAPIBlip(t *testing.T) {
 	cp := controlplane.Start(t)
-	cp.ApplyClusterRoles(t, filepath.Join("testdata", "clusterroles.yaml"))
+	cp.ApplyClusterRoles(t, clusterRoles)
 	c := &cluster{cp: cp, proxy: newTCPProxy(t, cp.URL)}
 	c.startExporter(t, true, func(cfg *Config) {
 		cfg.Kubernetes.DecisionTTL = 500 * time.Millisecond
