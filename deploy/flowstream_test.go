@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -20,6 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/flowtel/flowtel/internal/components"
 )
@@ -31,7 +33,7 @@ func configMapKey(t *testing.T, objs []*unstructured.Unstructured, prefix, key s
 	for _, o := range find(objs, "ConfigMap") {
 		var cm corev1.ConfigMap
 		convert(t, o, &cm)
-		if len(cm.Name) > len(prefix) && cm.Name[:len(prefix)+1] == prefix+"-" {
+		if cm.Name == prefix || strings.HasPrefix(cm.Name, prefix+"-") && len(cm.Name) == len(prefix)+11 {
 			return cm.Data[key]
 		}
 	}
@@ -80,24 +82,43 @@ func validateGateway(t *testing.T, files ...string) map[string]any {
 	return conf.ToStringMap()
 }
 
-// The flow stream component: a fan-in collector running flow_stream behind
-// the labelled Service, fed by every gateway replica, the shipped
-// ClusterRoles, and the RBAC an authenticating extension server needs.
-func TestFlowStreamComponent(t *testing.T) {
-	objs := objects(t, kustomize(t, "examples/flow-stream"))
-
+// checkFlowStream checks a rendering with the flow stream: the shipped
+// ClusterRoles (unless installRoles is false), the labelled Service and the
+// single-replica fan-in collector it selects, whose configuration runs
+// flow_stream, and the gateway configuration (the files merged in order)
+// exporting to it. It returns the fan-in Deployment.
+func checkFlowStream(t *testing.T, objs []*unstructured.Unstructured, installRoles bool, gatewayConfigs ...string) *appsv1.Deployment {
+	t.Helper()
 	roles := map[string]rbacv1.ClusterRole{}
 	for _, o := range find(objs, "ClusterRole") {
 		var r rbacv1.ClusterRole
 		convert(t, o, &r)
 		roles[r.Name] = r
 	}
-	for name, label := range map[string]string{"antrea-flow-viewer": "aggregate-to-admin", "antrea-flow-identity-viewer": "aggregate-to-view"} {
-		if roles[name].Labels["rbac.authorization.k8s.io/"+label] != "true" {
-			t.Errorf("ClusterRole %s: not labelled %s", name, label)
+	shipped := objects(t, readFile(t, "kubernetes/components/flow-stream/clusterroles.yaml"))
+	for _, o := range shipped {
+		var want rbacv1.ClusterRole
+		convert(t, o, &want)
+		got, ok := roles[want.Name]
+		switch {
+		case !installRoles && ok:
+			t.Errorf("ClusterRole %s installed with installClusterRoles false", want.Name)
+		case !installRoles:
+		case !ok:
+			t.Errorf("ClusterRole %s missing", want.Name)
+		default:
+			if !slices.EqualFunc(got.Rules, want.Rules, func(a, b rbacv1.PolicyRule) bool {
+				return slices.Equal(a.Resources, b.Resources) && slices.Equal(a.Verbs, b.Verbs) && slices.Equal(a.APIGroups, b.APIGroups)
+			}) {
+				t.Errorf("ClusterRole %s rules %+v, want %+v", want.Name, got.Rules, want.Rules)
+			}
+			for k, v := range want.Labels {
+				if got.Labels[k] != v {
+					t.Errorf("ClusterRole %s: label %s=%q, want %q", want.Name, k, got.Labels[k], v)
+				}
+			}
 		}
 	}
-
 	var svc *corev1.Service
 	for _, o := range find(objs, "Service") {
 		var s corev1.Service
@@ -116,42 +137,77 @@ func TestFlowStreamComponent(t *testing.T) {
 	for _, o := range find(objs, "Deployment") {
 		var d appsv1.Deployment
 		convert(t, o, &d)
-		if d.Spec.Template.Labels["app.kubernetes.io/name"] == svc.Spec.Selector["app.kubernetes.io/name"] {
+		if labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
 			fanIn = &d
 		}
 	}
 	if fanIn == nil || fanIn.Spec.Replicas == nil || *fanIn.Spec.Replicas != 1 {
 		t.Fatalf("the Service selects no single-replica Deployment: %+v", fanIn)
 	}
-	fanInConfig := validateGateway(t, configMapKey(t, objs, "flowtel-flowstream-config", "config.yaml"))
+	fanInConfig := validateGateway(t, configMapKey(t, objs, fanIn.Spec.Template.Spec.Volumes[0].ConfigMap.Name, "config.yaml"))
 	if got := at(fanInConfig, "service", "pipelines", "logs", "exporters"); !slices.Contains(got.([]any), any("flow_stream")) {
 		t.Errorf("fan-in logs pipeline exporters %v lack flow_stream", got)
 	}
-	gw := validateGateway(t, configMapKey(t, objs, "flowtel-gateway-config", "config.yaml"), configMapKey(t, objs, "flowtel-gateway-flowstream", "flowstream.yaml"))
-	if got := at(gw, "service", "pipelines", "logs", "exporters"); !slices.Equal(got.([]any), []any{"debug", "signal_to_metrics", "otlp/flowstream"}) {
-		t.Errorf("gateway logs exporters %v: want the base list plus otlp/flowstream", got)
+	gw := validateGateway(t, gatewayConfigs...)
+	if got := at(gw, "service", "pipelines", "logs", "exporters"); !slices.Contains(got.([]any), any("otlp/flowstream")) {
+		t.Errorf("gateway logs exporters %v lack otlp/flowstream", got)
 	}
-	if got := at(gw, "exporters", "otlp/flowstream", "endpoint"); got != "flowtel-flowstream:4317" {
-		t.Errorf("gateway otlp/flowstream endpoint %v", got)
+	if got := at(gw, "exporters", "otlp/flowstream", "endpoint"); got != svc.Name+":4317" {
+		t.Errorf("gateway otlp/flowstream endpoint %v, want the fan-in Service %s:4317", got, svc.Name)
 	}
+	return fanIn
+}
 
-	// The real API server accepts it, and the fan-in's ServiceAccount may do
-	// what the exporter does.
-	c := startCluster(t)
-	c.apply(t, "deploy/kubernetes/examples/flow-stream", kustomize(t, "examples/flow-stream"))
-	sa := "system:serviceaccount:flowtel:" + fanIn.Spec.Template.Spec.ServiceAccountName
+// checkFanInRBAC: the fan-in's ServiceAccount may do what the exporter does.
+func checkFanInRBAC(t *testing.T, c cluster, namespace, sa string) {
+	t.Helper()
+	user := "system:serviceaccount:" + namespace + ":" + sa
 	for _, ra := range []authzv1.ResourceAttributes{
 		{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"},
 		{Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Verb: "create"},
 		{Namespace: "kube-system", Resource: "configmaps", Name: "extension-apiserver-authentication", Verb: "watch"},
 	} {
 		sar, err := c.Admin.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-			User: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:flowtel"}, ResourceAttributes: &ra}}, metav1.CreateOptions{})
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace}, ResourceAttributes: &ra}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !sar.Status.Allowed {
-			t.Errorf("%s may not %s %s %s", sa, ra.Verb, ra.Resource, ra.Name)
+			t.Errorf("%s may not %s %s %s", user, ra.Verb, ra.Resource, ra.Name)
 		}
 	}
+}
+
+// The flow stream, with kustomize (component flow-stream, the gateway's
+// addition merged through a second --config) and with Helm
+// (flowStream.enabled, installClusterRoles), accepted by the real API server.
+func TestFlowStream(t *testing.T) {
+	kobjs := objects(t, kustomize(t, "examples/flow-stream"))
+	kFanIn := checkFlowStream(t, kobjs, true,
+		configMapKey(t, kobjs, "flowtel-gateway-config", "config.yaml"), configMapKey(t, kobjs, "flowtel-gateway-flowstream", "flowstream.yaml"))
+	template := func(set ...string) []byte {
+		args := []string{"template", "flowtel", chartDir(), "--namespace", "flowtel"}
+		for _, s := range set {
+			args = append(args, "--set", s)
+		}
+		return run(t, nil, helm(t), args...)
+	}
+	helmOut := template("flowStream.enabled=true")
+	hobjs := objects(t, helmOut)
+	checkFlowStream(t, hobjs, true, configMapKey(t, hobjs, "flowtel-gateway-config", "config.yaml"))
+	noRoles := objects(t, template("flowStream.enabled=true", "flowStream.installClusterRoles=false"))
+	checkFlowStream(t, noRoles, false, configMapKey(t, noRoles, "flowtel-gateway-config", "config.yaml"))
+	if _, err := runErr(nil, helm(t), "template", "flowtel", chartDir(), "--set", "flowStream.enabled=true", "--set", "tls.enabled=false"); err == nil || !strings.Contains(err.Error(), "flowStream.enabled needs tls.enabled") {
+		t.Errorf("flowStream without TLS: got %v", err)
+	}
+	run(t, nil, helm(t), "lint", "--strict", chartDir(), "--set", "flowStream.enabled=true")
+
+	c := startCluster(t)
+	c.apply(t, "deploy/kubernetes/examples/flow-stream", kustomize(t, "examples/flow-stream"))
+	checkFanInRBAC(t, c, "flowtel", kFanIn.Spec.Template.Spec.ServiceAccountName)
+	if out, err := c.kubectl(nil, "create", "namespace", "helm-fs"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	c.apply(t, "helm template flowStream.enabled=true", run(t, nil, helm(t), "template", "fs", chartDir(), "--namespace", "helm-fs", "--set", "flowStream.enabled=true", "--set", "flowStream.installClusterRoles=false"))
+	checkFanInRBAC(t, c, "helm-fs", "fs-flowtel-flowstream")
 }

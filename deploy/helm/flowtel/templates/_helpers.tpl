@@ -37,6 +37,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{- define "flowtel.node.fullname" -}}{{ include "flowtel.fullname" . }}-node{{- end }}
 {{- define "flowtel.gateway.fullname" -}}{{ include "flowtel.fullname" . }}-gateway{{- end }}
+{{- define "flowtel.flowstream.fullname" -}}{{ include "flowtel.fullname" . }}-flowstream{{- end }}
 
 {{/* The name the gateway certificate carries and node collectors verify. */}}
 {{- define "flowtel.gateway.tlsName" -}}
@@ -134,6 +135,10 @@ The gateway configuration: otlp -> flow_correlation -> the enabled sinks.
 {{- if $s.otlp.enabled }}
 {{- $_ := set $exporters "otlp" (mustMergeOverwrite (dict "endpoint" $s.otlp.endpoint) (deepCopy $s.otlp.config)) -}}
 {{- $names = append $names "otlp" -}}
+{{- end }}
+{{- if .Values.flowStream.enabled }}
+{{- $_ := set $exporters "otlp/flowstream" (dict "endpoint" (printf "%s:4317" (include "flowtel.flowstream.fullname" .)) "tls" (dict "ca_file" "/etc/flowtel/tls/ca.crt")) -}}
+{{- $names = append $names "otlp/flowstream" -}}
 {{- end }}
 {{- if or $s.debug.enabled (empty $names) }}
 {{- $_ := set $exporters "debug" (dict "verbosity" $s.debug.verbosity) -}}
