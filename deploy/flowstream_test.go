@@ -4,11 +4,13 @@ package deploy_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
@@ -210,4 +212,66 @@ func TestFlowStream(t *testing.T) {
 	}
 	c.apply(t, "helm template flowStream.enabled=true", run(t, nil, helm(t), "template", "fs", chartDir(), "--namespace", "helm-fs", "--set", "flowStream.enabled=true", "--set", "flowStream.installClusterRoles=false"))
 	checkFanInRBAC(t, c, "helm-fs", "fs-flowtel-flowstream")
+}
+
+// The Operator's fan-in CR: a valid gateway-distribution configuration
+// running flow_stream, one replica, a ServiceAccount the file creates, and a
+// labelled Service selecting the Pods the Operator makes for it; the real API
+// server (with the Operator's CRD) accepts it and its RBAC allows what the
+// exporter does.
+func TestFlowStreamOperator(t *testing.T) {
+	objs := objects(t, readFile(t, "operator/flowstream.yaml"))
+	crs := find(objs, "OpenTelemetryCollector")
+	if len(crs) != 1 {
+		t.Fatalf("want one OpenTelemetryCollector, got %d", len(crs))
+	}
+	cr := crs[0]
+	col := operatorCollector(t, "operator/flowstream.yaml", cr)
+	if col.dist != components.Gateway {
+		t.Fatalf("the fan-in runs %s, want the gateway distribution", col.dist)
+	}
+	raw := col.validate(t)
+	if got := at(raw, "service", "pipelines", "logs", "exporters"); !slices.Equal(got.([]any), []any{"flow_stream"}) {
+		t.Errorf("fan-in exporters %v", got)
+	}
+	if r, _, _ := unstructured.NestedFieldNoCopy(cr.Object, "spec", "replicas"); fmt.Sprint(r) != "1" {
+		t.Errorf("replicas %v, want 1", r)
+	}
+	sa, _, _ := unstructured.NestedString(cr.Object, "spec", "serviceAccount")
+	if !slices.ContainsFunc(find(objs, "ServiceAccount"), func(o *unstructured.Unstructured) bool {
+		return o.GetName() == sa && o.GetNamespace() == cr.GetNamespace()
+	}) {
+		t.Errorf("ServiceAccount %s is not in the file", sa)
+	}
+	var svc corev1.Service
+	convert(t, find(objs, "Service")[0], &svc)
+	operatorPodLabels := labels.Set{ // what the Operator (v0.141) puts on the CR's Pods
+		"app.kubernetes.io/managed-by": "opentelemetry-operator",
+		"app.kubernetes.io/instance":   cr.GetNamespace() + "." + cr.GetName(),
+		"app.kubernetes.io/part-of":    "opentelemetry",
+		"app.kubernetes.io/component":  "opentelemetry-collector",
+	}
+	if svc.Labels["observability.antrea.io/flow-stream-service"] != "true" || !labels.SelectorFromSet(svc.Spec.Selector).Matches(operatorPodLabels) {
+		t.Errorf("Service %s: labels %v, selector %v", svc.Name, svc.Labels, svc.Spec.Selector)
+	}
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "flowstream-grpc" && p.Port == 14740 }) {
+		t.Errorf("Service %s: no port flowstream-grpc 14740", svc.Name)
+	}
+
+	c := startCluster(t)
+	if out, err := c.kubectl(nil, "apply", "--server-side", "-f", operatorCRD(t)); err != nil {
+		t.Fatalf("installing the Operator's CRD: %v\n%s", err, out)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, err := c.kubectl(nil, "get", "crd/opentelemetrycollectors.opentelemetry.io", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		if err == nil && string(out) == "True" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Operator's CRD is not Established after 60 s")
+		}
+	}
+	c.apply(t, "operator/rbac.yaml", readFile(t, "operator/rbac.yaml")) // the flowtel Namespace
+	c.apply(t, "operator/flowstream.yaml", readFile(t, "operator/flowstream.yaml"))
+	checkFanInRBAC(t, c, cr.GetNamespace(), sa)
 }
