@@ -4,6 +4,7 @@
 //	flowctl observe -n shop -f
 //	flowctl observe --cluster-wide --flow-type to-external -o jsonl
 //	flowctl records --srcip 10.10.0.5 --dstport 8080
+//	flowctl metrics --url http://127.0.0.1:8888/metrics
 package main
 
 import (
@@ -20,6 +21,7 @@ const usage = `flowctl reads flowtel's flow stream with your Kubernetes credenti
 Commands:
   observe   stream flows: history, then live ones with -f
   records   print the flow records the gateway holds, filtered by 5-tuple
+  metrics   print a collector's record counters (received, exported, dropped, pending)
 
 Run "flowctl <command> -h" for its flags.
 `
@@ -42,6 +44,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = observe(ctx, args[1:], stdout, stderr)
 	case "records":
 		err = records(ctx, args[1:], stdout, stderr)
+	case "metrics":
+		err = metrics(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

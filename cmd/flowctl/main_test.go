@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,4 +57,21 @@ func TestEndpointMarks(t *testing.T) {
 	assert.Equal(t, "10.0.0.1:80 [redacted]", endpoint(ip, 80, "", "", pb.EndpointDisclosure_ENDPOINT_DISCLOSURE_FLOW))
 	assert.Equal(t, "dropped", verdict(&pb.Kubernetes{IngressNetworkPolicyRuleAction: pb.NetworkPolicyRuleAction_NETWORK_POLICY_RULE_ACTION_DROP}))
 	assert.Equal(t, "allowed", verdict(&pb.Kubernetes{}))
+}
+
+func TestParseExposition(t *testing.T) {
+	got, err := parseExposition(strings.NewReader(`# HELP otelcol_exporter_sent_log_records x
+# TYPE otelcol_exporter_sent_log_records counter
+otelcol_exporter_sent_log_records{exporter="ipfix",note="a \"quoted\", value"} 12
+otelcol_process_uptime 3.5 1700000000000
+`))
+	require.NoError(t, err)
+	require.Equal(t, []series{
+		{Name: "otelcol_exporter_sent_log_records", Labels: map[string]string{"exporter": "ipfix", "note": `a "quoted", value`}, Value: 12},
+		{Name: "otelcol_process_uptime", Value: 3.5},
+	}, got)
+	_, err = parseExposition(strings.NewReader("broken{a=\"b\" 1\n"))
+	require.ErrorContains(t, err, "line 1")
+	_, err = parseExposition(strings.NewReader("name notanumber\n"))
+	require.ErrorContains(t, err, `value "notanumber"`)
 }
