@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	"go.opentelemetry.io/collector/featuregate"
 	"go.opentelemetry.io/collector/otelcol/otelcoltest"
 	"gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
@@ -44,10 +45,16 @@ func configMapKey(t *testing.T, objs []*unstructured.Unstructured, prefix, key s
 }
 
 // validateGateway loads configuration files merged in order, as the
-// collector does with several --config flags, and validates them against the
-// gateway distribution's factories.
+// collector does with several --config flags (with the feature gate
+// confmap.enableMergeAppendOption, which appends lists), and validates them
+// against the gateway distribution's factories.
 func validateGateway(t *testing.T, files ...string) map[string]any {
 	t.Helper()
+	if len(files) > 1 {
+		gate := "confmap.enableMergeAppendOption"
+		require(t, featuregate.GlobalRegistry().Set(gate, true))
+		defer func() { require(t, featuregate.GlobalRegistry().Set(gate, false)) }()
+	}
 	var uris []string
 	dir := t.TempDir()
 	for i, f := range files {
@@ -82,6 +89,13 @@ func validateGateway(t *testing.T, files ...string) map[string]any {
 		t.Fatalf("the gateway distribution rejects the configuration: %v\n%s", err, merged)
 	}
 	return conf.ToStringMap()
+}
+
+func require(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // checkFlowStream checks a rendering with the flow stream: the shipped
@@ -151,8 +165,16 @@ func checkFlowStream(t *testing.T, objs []*unstructured.Unstructured, installRol
 		t.Errorf("fan-in logs pipeline exporters %v lack flow_stream", got)
 	}
 	gw := validateGateway(t, gatewayConfigs...)
-	if got := at(gw, "service", "pipelines", "logs", "exporters"); !slices.Contains(got.([]any), any("otlp/flowstream")) {
+	got := at(gw, "service", "pipelines", "logs", "exporters").([]any)
+	if !slices.Contains(got, any("otlp/flowstream")) {
 		t.Errorf("gateway logs exporters %v lack otlp/flowstream", got)
+	}
+	if len(gatewayConfigs) > 1 { // the base configuration's exporters are kept
+		for _, e := range at(validateGateway(t, gatewayConfigs[0]), "service", "pipelines", "logs", "exporters").([]any) {
+			if !slices.Contains(got, e) {
+				t.Errorf("gateway logs exporters %v lost %v of the base configuration", got, e)
+			}
+		}
 	}
 	if got := at(gw, "exporters", "otlp/flowstream", "endpoint"); got != svc.Name+":4317" {
 		t.Errorf("gateway otlp/flowstream endpoint %v, want the fan-in Service %s:4317", got, svc.Name)
