@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -168,7 +169,16 @@ func TestObserve(t *testing.T) {
 	require.Len(t, decodeLines(t, out), 1, "--pod --direction")
 	out, _, code = flowctl(ctx, append(base, "-n", "ns-a", "-o", "json")...)
 	require.Zero(t, code)
-	assert.Contains(t, out, "\n  \"id\": \"a-to-b\"")
+	// json: indented Flow objects one after another (protojson varies its spacing).
+	require.Contains(t, out, "\n  \"")
+	dec := json.NewDecoder(strings.NewReader(out))
+	var got []string
+	for dec.More() {
+		var f struct{ ID string }
+		require.NoError(t, dec.Decode(&f))
+		got = append(got, f.ID)
+	}
+	assert.Equal(t, []string{"a-to-b", "a-to-a"}, got)
 
 	// Clear errors per status.
 	_, errOut, code = flowctl(ctx, append(base, "-n", "ns-b")...)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
@@ -24,6 +25,9 @@ import (
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
+
+// shutdownGrace is how long shutdown waits for streams to end by themselves.
+const shutdownGrace = 5 * time.Second
 
 type flowStreamExporter struct {
 	cfg    *Config
@@ -87,10 +91,21 @@ func (e *flowStreamExporter) start(ctx context.Context, host component.Host) err
 	return nil
 }
 
-func (e *flowStreamExporter) shutdown(context.Context) error {
-	e.ring.close() // ends following streams
+func (e *flowStreamExporter) shutdown(ctx context.Context) error {
+	e.ring.close() // ends following streams once they have sent what they read
 	if e.server != nil {
-		e.server.GracefulStop()
+		// A client that stops reading would hold GracefulStop forever.
+		done := make(chan struct{})
+		go func() { e.server.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			e.server.Stop()
+			<-done
+		case <-time.After(shutdownGrace):
+			e.server.Stop()
+			<-done
+		}
 	}
 	e.wg.Wait()
 	if e.access != nil {
