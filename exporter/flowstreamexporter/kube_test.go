@@ -4,6 +4,7 @@ package flowstreamexporter
 
 import (
 	"context"
+	"encoding/pem"
 	"net/netip"
 	"testing"
 	"time"
@@ -299,11 +300,24 @@ func TestAuthentication(t *testing.T) {
 	requireCode(t, err, codes.PermissionDenied, `user "carol"`)
 
 	// A certificate from another CA: unauthenticated alone, the token is tried next.
-	other := controlplane.Start(t).ClientCertificate(t, "alice")
+	otherCP := controlplane.Start(t)
+	other := otherCP.ClientCertificate(t, "alice")
 	_, err = c.open(t, certCred(other), nsA)
 	requireCode(t, err, codes.Unauthenticated, "client certificate")
 	_, err = c.open(t, credential{cert: &other, token: good.token}, nsA)
 	require.NoError(t, err)
+
+	// The bundle is reloaded when the ConfigMap changes: add the other CA.
+	cms := c.cp.Admin.CoreV1().ConfigMaps("kube-system")
+	cm, err := cms.Get(context.Background(), "extension-apiserver-authentication", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data["client-ca-file"] += string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: otherCP.ClientCA.Raw}))
+	_, err = cms.Update(context.Background(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := c.open(t, certCred(other), nsA)
+		return err == nil
+	}, 10*time.Second, 100*time.Millisecond, "a certificate of the CA added to the bundle")
 
 	t.Run("Antrea's method name", func(t *testing.T) {
 		conn := c.conn(t, good)
