@@ -27,7 +27,10 @@ deps: ## Install the system packages the tests need (apt; idempotent, needs root
 	@scripts/deps.sh
 
 .PHONY: build
-build: $(addprefix $(BUILD_DIR)/,$(DISTRIBUTIONS)) ## Build the three distributions with OCB into _build/
+build: $(addprefix $(BUILD_DIR)/,$(DISTRIBUTIONS)) $(BUILD_DIR)/flowctl/flowctl ## Build the three distributions with OCB, and flowctl, into _build/
+
+$(BUILD_DIR)/flowctl/flowctl: go.mod $(shell git ls-files '*.go' 2>/dev/null)
+	$(GO) build -o $@ ./cmd/flowctl
 
 # Rebuild a distribution when its manifest or any Go source changes.
 $(BUILD_DIR)/%: distributions/%/manifest.yaml go.mod $(shell git ls-files '*.go' 2>/dev/null)

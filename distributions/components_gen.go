@@ -5,6 +5,7 @@ package distributions
 
 import (
 	clickhouseflowsexporter "github.com/flowtel/flowtel/exporter/clickhouseflowsexporter"
+	flowstreamexporter "github.com/flowtel/flowtel/exporter/flowstreamexporter"
 	ipfixexporter "github.com/flowtel/flowtel/exporter/ipfixexporter"
 	flowcorrelationprocessor "github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
 	k8sflowprocessor "github.com/flowtel/flowtel/processor/k8sflowprocessor"
@@ -29,7 +30,7 @@ var sets = map[string]set{
 	"flowtel": {
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), conntrackreceiver.NewFactory()},
 		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
-		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), loadbalancingexporter.NewFactory()},
+		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory(), loadbalancingexporter.NewFactory()},
 		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory()},
 		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
 	},
@@ -42,7 +43,7 @@ var sets = map[string]set{
 	"flowtel-gateway": {
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory()},
 		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
-		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory()},
+		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory()},
 		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory()},
 		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
 	},

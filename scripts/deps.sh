@@ -14,6 +14,7 @@ declare -A want=(
   [openssl]=openssl
   [curl]=curl
   [flock]=util-linux
+  [protoc]=protobuf-compiler
 )
 
 # kubectl (the deploy tests apply manifests with it) is not a Debian 12 package;
@@ -24,6 +25,8 @@ missing=()
 for cmd in "${!want[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || [ -x "/usr/bin/$cmd" ] || missing+=("${want[$cmd]}")
 done
+# protoc's well-known types (google/protobuf/timestamp.proto), for the flow stream's generated code.
+[ -f /usr/include/google/protobuf/timestamp.proto ] || missing+=(libprotobuf-dev)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

@@ -1,6 +1,6 @@
 // Package controlplane runs a real etcd and kube-apiserver for tests
-// (architecture §4): token authentication, RBAC authorization, ServiceAccount
-// tokens through the TokenRequest API. There is no scheduler, controller
+// (architecture §4): token and client-certificate authentication, RBAC
+// authorization, ServiceAccount tokens through the TokenRequest API. There is no scheduler, controller
 // manager or kubelet: tests create Nodes, Pods (IPs through the status
 // subresource) and Services themselves.
 //
@@ -10,13 +10,20 @@ package controlplane
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -35,6 +42,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -55,6 +63,11 @@ type ControlPlane struct {
 	Admin kubernetes.Interface
 	// Dir holds the data, certificates, logs and kubeconfigs; removed at cleanup.
 	Dir string
+	// ClientCA signs client certificates the API server accepts (its
+	// --client-ca-file, which it also publishes in the ConfigMap
+	// kube-system/extension-apiserver-authentication); see ClientCertificate.
+	ClientCA    *x509.Certificate
+	clientCAKey crypto.Signer
 }
 
 var (
@@ -116,6 +129,7 @@ func Start(t testing.TB) *ControlPlane {
 	})
 
 	saKey, saPub := writeServiceAccountKeys(t, dir)
+	clientCAFile := cp.writeClientCA(t, dir)
 	tokens := filepath.Join(dir, "tokens.csv")
 	must(t, os.WriteFile(tokens, []byte(cp.AdminToken+`,admin,uid-admin,"system:masters"`+"\n"), 0o600))
 	startProcess(t, dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"),
@@ -124,7 +138,7 @@ func Start(t testing.TB) *ControlPlane {
 		fmt.Sprintf("--secure-port=%d", apiPort), "--cert-dir="+filepath.Join(dir, "certs"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
-		"--token-auth-file="+tokens, "--authorization-mode=RBAC",
+		"--token-auth-file="+tokens, "--client-ca-file="+clientCAFile, "--authorization-mode=RBAC",
 		"--service-cluster-ip-range="+ServiceCIDRv4+","+ServiceCIDRv6,
 		// No controller manager creates the default ServiceAccount.
 		"--disable-admission-plugins=ServiceAccount",
@@ -190,6 +204,103 @@ func (cp *ControlPlane) ServiceAccount(t testing.TB, namespace, name string, clu
 	}, metav1.CreateOptions{})
 	must(t, err)
 	return tr.Status.Token
+}
+
+// writeClientCA creates the client CA and returns its certificate file.
+func (cp *ControlPlane) writeClientCA(t testing.TB, dir string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flowtel-test-client-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(t, err)
+	cp.ClientCA, err = x509.ParseCertificate(der)
+	must(t, err)
+	cp.clientCAKey = key
+	path := filepath.Join(dir, "client-ca.crt")
+	must(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	return path
+}
+
+// ClientCertificate issues a client certificate signed by ClientCA for user
+// (the Common Name) in groups (the Organizations), as kube-apiserver maps them.
+func (cp *ControlPlane) ClientCertificate(t testing.TB, user string, groups ...string) tls.Certificate {
+	t.Helper()
+	return cp.issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: user, Organization: groups},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+}
+
+// ServingCertificate writes a server certificate for 127.0.0.1 and
+// localhost, signed by ClientCA, and returns its certificate and key files.
+func (cp *ControlPlane) ServingCertificate(t testing.TB) (certFile, keyFile string) {
+	t.Helper()
+	c := cp.issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: "localhost"},
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	key, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	must(t, err)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	must(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600))
+	must(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600))
+	return certFile, keyFile
+}
+
+func (cp *ControlPlane) issue(t testing.TB, tmpl *x509.Certificate) tls.Certificate {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl.SerialNumber, err = rand.Int(rand.Reader, big.NewInt(1<<62))
+	must(t, err)
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, cp.ClientCA, &key.PublicKey, cp.clientCAKey)
+	must(t, err)
+	leaf, err := x509.ParseCertificate(der)
+	must(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
+}
+
+// DelegatingServiceAccount creates namespace/name for a server that
+// delegates authentication and authorization to the API server, as
+// extension API servers do: bound to system:auth-delegator (TokenReviews,
+// SubjectAccessReviews) and, with readClientCA, to the
+// extension-apiserver-authentication-reader Role (the client CA ConfigMap).
+// It returns a kubeconfig for it.
+func (cp *ControlPlane) DelegatingServiceAccount(t testing.TB, namespace, name string, readClientCA bool) string {
+	t.Helper()
+	token := cp.ServiceAccount(t, namespace, name, "system:auth-delegator")
+	if readClientCA {
+		_, err := cp.Admin.RbacV1().RoleBindings("kube-system").Create(context.Background(), &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: namespace + "-" + name + "-auth-reader"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "extension-apiserver-authentication-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: name}},
+		}, metav1.CreateOptions{})
+		must(t, err)
+	}
+	return cp.Kubeconfig(t, namespace+"-"+name, token)
+}
+
+// ApplyClusterRoles creates the ClusterRoles of a multi-document YAML file.
+func (cp *ControlPlane) ApplyClusterRoles(t testing.TB, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	must(t, err)
+	defer f.Close()
+	d := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var role rbacv1.ClusterRole
+		if err := d.Decode(&role); errors.Is(err, io.EOF) {
+			return
+		} else {
+			must(t, err)
+		}
+		_, err := cp.Admin.RbacV1().ClusterRoles().Create(context.Background(), &role, metav1.CreateOptions{})
+		must(t, err)
+	}
 }
 
 // CloseIdleConnections closes a clientset's idle connections (client-go

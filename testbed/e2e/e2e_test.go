@@ -43,6 +43,8 @@ type options struct {
 	nodeTap     string
 	// conntrackExtra is appended to the conntrack receiver's settings, e.g. ", events: false".
 	conntrackExtra string
+	// otlpTo, when set, is where the gateways export over OTLP (in place of the test's OTLP sink).
+	otlpTo string
 }
 
 // bed is one running mini-cluster with flowtel deployed on it.
@@ -235,6 +237,9 @@ func startBed(t testing.TB, opt options) *bed {
 	if opt.otlp {
 		b.otlp = startOTLPSink(t)
 		sinks.otlp = b.otlp.endpoint
+	}
+	if opt.otlpTo != "" {
+		sinks.otlp = opt.otlpTo
 	}
 	dir := t.TempDir()
 	var gatewayEndpoints []string

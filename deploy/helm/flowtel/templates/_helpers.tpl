@@ -37,6 +37,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{- define "flowtel.node.fullname" -}}{{ include "flowtel.fullname" . }}-node{{- end }}
 {{- define "flowtel.gateway.fullname" -}}{{ include "flowtel.fullname" . }}-gateway{{- end }}
+{{- define "flowtel.flowstream.fullname" -}}{{ include "flowtel.fullname" . }}-flowstream{{- end }}
 
 {{/* The name the gateway certificate carries and node collectors verify. */}}
 {{- define "flowtel.gateway.tlsName" -}}
@@ -107,6 +108,10 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 {{- $names = append $names "otlp" -}}
 {{- end }}
 {{- $_ := set $exporters.debug "verbosity" $s.debug.verbosity -}}
+{{- if .Values.flowStream.enabled }}
+{{- $_ := set $exporters "otlp/flowstream" (dict "endpoint" (printf "%s:4317" (include "flowtel.flowstream.fullname" .)) "tls" (dict "ca_file" "/etc/flowtel/tls/ca.crt")) -}}
+{{- $names = append $names "otlp/flowstream" -}}
+{{- end }}
 {{- if or $s.debug.enabled (empty $names) }}
 {{- $names = append $names "debug" -}}
 {{- end }}

@@ -1,0 +1,282 @@
+//go:build integration
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/encoding/protojson"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flowtel/flowtel/exporter/flowstreamexporter"
+	pb "github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/controlplane"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type env struct {
+	cp   *controlplane.ControlPlane
+	exp  exporter.Logs
+	addr string
+}
+
+// startEnv runs a real API server and a flow_stream exporter, built from its
+// factory as a collector would.
+func startEnv(t *testing.T) *env {
+	t.Helper()
+	cp := controlplane.Start(t)
+	cp.ApplyClusterRoles(t, filepath.Join("..", "..", "deploy", "kubernetes", "components", "flow-stream", "clusterroles.yaml"))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	certFile, keyFile := cp.ServingCertificate(t)
+	f := flowstreamexporter.NewFactory()
+	cfg := f.CreateDefaultConfig()
+	require.NoError(t, confmap.NewFromStringMap(map[string]any{
+		"endpoint":   addr,
+		"tls":        map[string]any{"cert_file": certFile, "key_file": keyFile},
+		"kubernetes": map[string]any{"auth_type": "kubeConfig", "kubeconfig": cp.DelegatingServiceAccount(t, "flowtel", "gateway", true)},
+	}).Unmarshal(cfg))
+	exp, err := f.CreateLogs(context.Background(), exportertest.NewNopSettings(f.Type()), cfg)
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+	return &env{cp: cp, exp: exp, addr: addr}
+}
+
+func (e *env) push(t *testing.T, recs ...*flowrecord.Record) {
+	t.Helper()
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	for _, r := range recs {
+		flowrecord.Encode(r, lrs.AppendEmpty())
+	}
+	require.NoError(t, e.exp.ConsumeLogs(context.Background(), ld))
+}
+
+// user creates a ServiceAccount with RoleBindings to antrea-flow-viewer in
+// namespaces and returns a kubeconfig for it.
+func (e *env) user(t *testing.T, name string, namespaces ...string) string {
+	t.Helper()
+	tok := e.cp.ServiceAccount(t, "team", name)
+	for _, ns := range namespaces {
+		_, err := e.cp.Admin.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !strings.Contains(err.Error(), "already exists") {
+			require.NoError(t, err)
+		}
+		_, err = e.cp.Admin.RbacV1().RoleBindings(ns).Create(context.Background(), &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "flows-" + name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "antrea-flow-viewer"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "team", Name: name}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	return e.cp.Kubeconfig(t, name, tok)
+}
+
+func record(key, srcNS, srcPod, dstNS, dstPod string, end time.Time) *flowrecord.Record {
+	return &flowrecord.Record{
+		Start: end.Add(-time.Second), End: end, Observed: end, Protocol: 6, Key: key, FlowType: flowrecord.FlowTypeInterNode,
+		Source: flowrecord.Endpoint{Address: netip.MustParseAddr("10.10.0.5"), Port: 43512, Kind: flowrecord.EndpointPod,
+			Namespace: srcNS, PodName: srcPod, NodeName: "node-a"},
+		Destination: flowrecord.Endpoint{Address: netip.MustParseAddr("10.10.1.7"), Port: 8080, Kind: flowrecord.EndpointPod,
+			Namespace: dstNS, PodName: dstPod, NodeName: "node-b"},
+		Stats: flowrecord.Counters{OctetTotal: 100, PacketTotal: 1},
+	}
+}
+
+func flowctl(ctx context.Context, args ...string) (stdout, stderr string, code int) {
+	var o, e bytes.Buffer
+	code = run(ctx, args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+func decodeLines(t *testing.T, s string) []*pb.Flow {
+	t.Helper()
+	var out []*pb.Flow
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		if line == "" {
+			continue
+		}
+		f := &pb.Flow{}
+		require.NoError(t, protojson.Unmarshal([]byte(line), f), line)
+		out = append(out, f)
+	}
+	return out
+}
+
+func TestObserve(t *testing.T) {
+	e := startEnv(t)
+	now := time.Now()
+	e.push(t,
+		record("a-to-b", "ns-a", "web", "ns-b", "api", now.Add(-time.Hour)),
+		record("b-to-c", "ns-b", "api", "ns-c", "db", now.Add(-time.Hour)),
+		record("a-to-a", "ns-a", "web", "ns-a", "cache", now.Add(-time.Minute)))
+	kc := e.user(t, "dev", "ns-a")
+	base := []string{"observe", "--kubeconfig", kc, "--server", e.addr, "--insecure-skip-tls-verify"}
+	ctx := context.Background()
+
+	out, errOut, code := flowctl(ctx, append(base, "-n", "ns-a", "-o", "jsonl")...)
+	require.Zero(t, code, errOut)
+	flows := decodeLines(t, out)
+	require.Len(t, flows, 2, "nothing from other Namespaces")
+	assert.Equal(t, "a-to-b", flows[0].Id)
+	assert.Equal(t, pb.EndpointDisclosure_ENDPOINT_DISCLOSURE_FLOW, flows[0].K8S.DestinationDisclosure)
+	assert.Empty(t, flows[0].K8S.DestinationPodName)
+
+	out, _, code = flowctl(ctx, append(base, "-n", "ns-a")...)
+	require.Zero(t, code)
+	assert.Contains(t, out, "SOURCE")
+	assert.Contains(t, out, "ns-b/? 10.10.1.7:8080 [redacted]", "a redacted peer is marked")
+	assert.Contains(t, out, "ns-a/cache 10.10.1.7:8080")
+
+	out, _, code = flowctl(ctx, append(base, "-n", "ns-a", "-o", "jsonl", "--since", "10m")...)
+	require.Zero(t, code)
+	require.Len(t, decodeLines(t, out), 1, "--since")
+	out, _, code = flowctl(ctx, append(base, "-n", "ns-a", "-o", "jsonl", "--last", "1")...)
+	require.Zero(t, code)
+	require.Equal(t, "a-to-a", decodeLines(t, out)[0].Id, "--last keeps the most recent")
+	out, _, code = flowctl(ctx, append(base, "-n", "ns-a", "-o", "jsonl", "--pod", "cache", "--direction", "to")...)
+	require.Zero(t, code)
+	require.Len(t, decodeLines(t, out), 1, "--pod --direction")
+	out, _, code = flowctl(ctx, append(base, "-n", "ns-a", "-o", "json")...)
+	require.Zero(t, code)
+	// json: indented Flow objects one after another (protojson varies its spacing).
+	require.Contains(t, out, "\n  \"")
+	dec := json.NewDecoder(strings.NewReader(out))
+	var got []string
+	for dec.More() {
+		var f struct{ ID string }
+		require.NoError(t, dec.Decode(&f))
+		got = append(got, f.ID)
+	}
+	assert.Equal(t, []string{"a-to-b", "a-to-a"}, got)
+
+	// Clear errors per status.
+	_, errOut, code = flowctl(ctx, append(base, "-n", "ns-b")...)
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, "permission denied: user \"system:serviceaccount:team:dev\" may not list flows")
+	_, errOut, code = flowctl(ctx, append(base, "--cluster-wide", "-f")...)
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, "may not watch flows")
+	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", e.cp.Kubeconfig(t, "bogus", "bogus"), "--server", e.addr, "--insecure-skip-tls-verify", "-n", "ns-a")
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not authenticated")
+	_, errOut, code = flowctl(ctx, append(base, "-n", "ns-a", "--direction", "from", "--service", "api")...)
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, "invalid request: filters[0].service_names")
+	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", kc, "--server", e.addr, "-n", "ns-a")
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, "unavailable", "an unverified server certificate")
+	_, errOut, code = flowctl(ctx, append(base, "-n", "ns-a", "-o", "yaml")...)
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, `-o: "yaml" is not table, json or jsonl`)
+
+	t.Run("follow", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		pr, pw := io.Pipe()
+		done := make(chan int, 1)
+		go func() {
+			var errOut bytes.Buffer
+			done <- run(ctx, append(base, "-n", "ns-a", "-o", "jsonl", "-f"), pw, &errOut)
+			pw.Close()
+		}()
+		lines := bufio.NewScanner(pr)
+		for range 2 { // history
+			require.True(t, lines.Scan())
+		}
+		e.push(t, record("b-to-a-live", "ns-b", "api", "ns-a", "web", time.Now()), record("c-to-b-live", "ns-c", "db", "ns-b", "api", time.Now()))
+		require.True(t, lines.Scan())
+		live := decodeLines(t, lines.Text())
+		require.Equal(t, "b-to-a-live", live[0].Id, "live, and nothing from other Namespaces")
+		require.Equal(t, pb.EndpointDisclosure_ENDPOINT_DISCLOSURE_FLOW, live[0].K8S.SourceDisclosure)
+		cancel()
+		go func() { _, _ = io.Copy(io.Discard, pr) }()
+		require.Zero(t, <-done)
+	})
+
+	t.Run("client certificate in the kubeconfig", func(t *testing.T) {
+		_, err := e.cp.Admin.RbacV1().RoleBindings("ns-a").Create(context.Background(), &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "flows-alice"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "antrea-flow-viewer"},
+			Subjects:   []rbacv1.Subject{{Kind: "User", Name: "alice"}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		cert := e.cp.ClientCertificate(t, "alice")
+		key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+		require.NoError(t, err)
+		kc := filepath.Join(t.TempDir(), "alice.kubeconfig")
+		require.NoError(t, os.WriteFile(kc, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: alice, user: {client-certificate-data: %q, client-key-data: %q}}]
+contexts: [{name: test, context: {cluster: test, user: alice, namespace: ns-a}}]
+current-context: test
+`, e.cp.URL, b64(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})), b64(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}))), 0o600))
+		// The CA bundle may still be loading right after start.
+		require.Eventually(t, func() bool {
+			out, _, code := flowctl(ctx, "observe", "--kubeconfig", kc, "--server", e.addr, "--insecure-skip-tls-verify", "-o", "jsonl")
+			return code == 0 && strings.Count(out, "\n") >= 2
+		}, 20*time.Second, 200*time.Millisecond, "the context's Namespace (ns-a) is the default scope")
+	})
+
+	t.Run("records", func(t *testing.T) {
+		out, errOut, code := flowctl(ctx, "records", "--kubeconfig", kc, "--server", e.addr, "--insecure-skip-tls-verify", "-n", "ns-a",
+			"--srcip", "10.10.0.5", "--dstport", "8080", "--proto", "tcp", "-o", "jsonl")
+		require.Zero(t, code, errOut)
+		require.GreaterOrEqual(t, len(decodeLines(t, out)), 2)
+		out, _, code = flowctl(ctx, "records", "--kubeconfig", kc, "--server", e.addr, "--insecure-skip-tls-verify", "-n", "ns-a", "--dstport", "9999", "-o", "jsonl")
+		require.Zero(t, code)
+		require.Empty(t, strings.TrimSpace(out))
+	})
+}
+
+func TestDiscover(t *testing.T) {
+	cp := controlplane.Start(t)
+	ctx := context.Background()
+	_, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flowtel"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	cfg := cp.Config(cp.AdminToken)
+	_, _, err = discover(ctx, cfg)
+	require.ErrorContains(t, err, "no Service labelled observability.antrea.io/flow-stream-service=true")
+	_, err = cp.Admin.CoreV1().Services("flowtel").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "flowtel-gateway", Labels: map[string]string{"observability.antrea.io/flow-stream-service": "true"}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "otlp-grpc", Port: 4317}, {Name: "flowstream-grpc", Port: 14740}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	target, name, err := discover(ctx, cfg)
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(target, ":14740"), target)
+	assert.Equal(t, "flowtel-gateway.flowtel.svc", name)
+	controlplane.CloseIdleConnections(cp.Admin)
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

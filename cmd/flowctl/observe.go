@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
+)
+
+// list is a repeatable (and comma-separated) string flag.
+type list []string
+
+func (l *list) String() string { return strings.Join(*l, ",") }
+func (l *list) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+var flowTypes = map[string]pb.FlowType{
+	"intra-node":    pb.FlowType_FLOW_TYPE_INTRA_NODE,
+	"inter-node":    pb.FlowType_FLOW_TYPE_INTER_NODE,
+	"to-external":   pb.FlowType_FLOW_TYPE_TO_EXTERNAL,
+	"from-external": pb.FlowType_FLOW_TYPE_FROM_EXTERNAL,
+}
+
+var directions = map[string]pb.FlowFilterDirection{
+	"both": pb.FlowFilterDirection_FLOW_FILTER_DIRECTION_BOTH,
+	"from": pb.FlowFilterDirection_FLOW_FILTER_DIRECTION_FROM,
+	"to":   pb.FlowFilterDirection_FLOW_FILTER_DIRECTION_TO,
+}
+
+// scopeFlags select what the stream is opened for.
+type scopeFlags struct {
+	namespace   string
+	clusterWide bool
+}
+
+func (s *scopeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.namespace, "n", "", "Namespace to observe (default the kubeconfig context's)")
+	fs.StringVar(&s.namespace, "namespace", "", "same as -n")
+	fs.BoolVar(&s.clusterWide, "cluster-wide", false, "observe every Namespace, and flows with none (needs a ClusterRoleBinding)")
+}
+
+func (s *scopeFlags) apply(req *pb.GetFlowsRequest, sess *session) error {
+	if s.clusterWide {
+		if s.namespace != "" {
+			return errors.New("-n and --cluster-wide exclude each other")
+		}
+		req.ClusterWide = true
+		return nil
+	}
+	ns := s.namespace
+	if ns == "" {
+		ns = sess.namespace
+	}
+	req.Namespaces = []string{ns}
+	return nil
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("flowctl "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errUsage
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+func observe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("observe", stderr)
+	var conn connFlags
+	var sc scopeFlags
+	var pods, services, types, ips list
+	var selector, direction, since string
+	var last, maxCount uint
+	var follow bool
+	conn.register(fs)
+	sc.register(fs)
+	fs.Var(&pods, "pod", "Pod name (repeatable, OR-ed)")
+	fs.StringVar(&selector, "l", "", "label selector against the Pods' labels")
+	fs.StringVar(&selector, "selector", "", "same as -l")
+	fs.Var(&services, "service", "Service name (repeatable, OR-ed; destination side)")
+	fs.Var(&types, "flow-type", "intra-node, inter-node, to-external or from-external (repeatable)")
+	fs.Var(&ips, "ip", "IP address or CIDR (repeatable)")
+	fs.StringVar(&direction, "direction", "both", "which endpoint the Pod, label and IP filters apply to: both, from or to")
+	fs.StringVar(&since, "since", "", "only flows that ended after this: a duration (5m) or an RFC 3339 time")
+	fs.UintVar(&last, "last", 0, "print only the N most recent flows of the history (not with -f)")
+	fs.UintVar(&maxCount, "max-count", 0, "stop after N flows (the server's max_count)")
+	fs.BoolVar(&follow, "f", false, "follow: after the history, print live flows until interrupted")
+	fs.BoolVar(&follow, "follow", false, "same as -f")
+	out, err := parseWithOutput(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if last > 0 && follow {
+		return errors.New("--last and -f exclude each other: --since bounds the history of a following stream")
+	}
+	filter := &pb.FlowFilter{PodNames: pods, PodLabelSelector: selector, ServiceNames: services, Ips: ips}
+	d, ok := directions[direction]
+	if !ok {
+		return fmt.Errorf("--direction: %q is not both, from or to", direction)
+	}
+	filter.Direction = d
+	for _, t := range types {
+		ft, ok := flowTypes[t]
+		if !ok {
+			return fmt.Errorf("--flow-type: %q is not intra-node, inter-node, to-external or from-external", t)
+		}
+		filter.FlowTypes = append(filter.FlowTypes, ft)
+	}
+	for _, ip := range ips {
+		if _, err := netip.ParsePrefix(ip); err != nil {
+			if _, err := netip.ParseAddr(ip); err != nil {
+				return fmt.Errorf("--ip: %q is not an IP address or CIDR", ip)
+			}
+		}
+	}
+	req := &pb.GetFlowsRequest{Follow: follow, MaxCount: uint32(maxCount), Filters: []*pb.FlowFilter{filter}}
+	if since != "" {
+		t, err := parseSince(since, time.Now())
+		if err != nil {
+			return err
+		}
+		req.Since = timestamppb.New(t)
+	}
+	sess, err := conn.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer sess.conn.Close()
+	if err := sc.apply(req, sess); err != nil {
+		return err
+	}
+	var tail []*pb.Flow
+	err = stream(ctx, sess, req, stderr, func(flows []*pb.Flow) error {
+		if last > 0 {
+			tail = append(tail, flows...)
+			if extra := len(tail) - int(last); extra > 0 {
+				tail = tail[extra:]
+			}
+			return nil
+		}
+		return out.print(flows)
+	})
+	if err != nil {
+		return err
+	}
+	if last > 0 {
+		return out.print(tail)
+	}
+	return out.flush()
+}
+
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--since: %q is neither a duration (5m) nor an RFC 3339 time", s)
+	}
+	return t, nil
+}
+
+// stream opens the stream and hands each batch to each; lost records are
+// reported on stderr.
+func stream(ctx context.Context, sess *session, req *pb.GetFlowsRequest, stderr io.Writer, each func([]*pb.Flow) error) error {
+	s, err := pb.NewFlowStreamServiceClient(sess.conn).GetFlows(sess.context(ctx), req)
+	if err != nil {
+		return explain(err, sess.target)
+	}
+	var dropped uint64
+	for {
+		resp, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted
+			}
+			return explain(err, sess.target)
+		}
+		if resp.DroppedCount > dropped {
+			fmt.Fprintf(stderr, "flowctl: %d flows lost: the stream fell behind the gateway's buffer\n", resp.DroppedCount-dropped)
+			dropped = resp.DroppedCount
+		}
+		if len(resp.Flows) > 0 {
+			if err := each(resp.Flows); err != nil {
+				return err
+			}
+		}
+	}
+}

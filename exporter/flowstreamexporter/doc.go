@@ -1,0 +1,7 @@
+// Package flowstreamexporter serves the flow records it receives to gRPC
+// clients, as a live stream scoped by Kubernetes RBAC with per-endpoint
+// redaction (decision D11): the flow_stream exporter. Its wire protocol is
+// Antrea's FlowStreamService (package flowstreampb).
+package flowstreamexporter // import "github.com/flowtel/flowtel/exporter/flowstreamexporter"
+
+//go:generate go tool -modfile=../../internal/tools/go.mod go.opentelemetry.io/collector/cmd/mdatagen metadata.yaml

@@ -1,0 +1,63 @@
+package flowstreamexporter
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configgrpc"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
+	"github.com/flowtel/flowtel/internal/k8sindex"
+)
+
+// Defaults (Antrea's where it has one).
+const (
+	defaultEndpoint            = ":14740"
+	defaultBufferSize          = 8192
+	defaultDecisionTTL         = 10 * time.Minute
+	defaultRecheckInterval     = time.Minute
+	defaultMaxTokenReviews     = 8
+	defaultMaxStreams          = 256
+	defaultMaxStreamsPerClient = 64
+)
+
+// NewFactory returns the factory of the flow_stream exporter.
+func NewFactory() exporter.Factory {
+	return exporter.NewFactory(metadata.Type, createDefaultConfig,
+		exporter.WithLogs(createLogs, metadata.LogsStability))
+}
+
+func createDefaultConfig() component.Config {
+	srv := configgrpc.NewDefaultServerConfig()
+	srv.NetAddr.Endpoint = defaultEndpoint
+	srv.TLS = configoptional.Default(configtls.NewDefaultServerConfig())
+	return &Config{
+		ServerConfig: srv,
+		BufferSize:   defaultBufferSize,
+		Kubernetes: AuthConfig{
+			AuthType:                  k8sindex.AuthServiceAccount,
+			APIGroup:                  DefaultAPIGroup,
+			DecisionTTL:               defaultDecisionTTL,
+			RecheckInterval:           defaultRecheckInterval,
+			MaxConcurrentTokenReviews: defaultMaxTokenReviews,
+		},
+		Limits: LimitsConfig{MaxStreams: defaultMaxStreams, MaxStreamsPerClient: defaultMaxStreamsPerClient},
+	}
+}
+
+func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
+	e, err := newExporter(cfg.(*Config), set)
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown))
+}

@@ -1,0 +1,138 @@
+package flowstreamexporter
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
+	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
+)
+
+// batchSize is how many records one response carries at most.
+const batchSize = 100
+
+// service implements FlowStreamService.GetFlows.
+type service struct {
+	pb.UnimplementedFlowStreamServiceServer
+
+	ring    *ring
+	access  *access
+	limits  LimitsConfig
+	recheck time.Duration
+	logger  *zap.Logger
+	tel     *metadata.TelemetryBuilder
+
+	open    atomic.Int64
+	mu      sync.Mutex
+	perUser map[string]int
+}
+
+func (s *service) reject(ctx context.Context, err error) error {
+	if st, ok := status.FromError(err); ok {
+		var r string
+		switch st.Code() {
+		case codes.InvalidArgument:
+			r = "invalid_argument"
+		case codes.PermissionDenied:
+			r = "permission_denied"
+		case codes.ResourceExhausted:
+			r = "resource_exhausted"
+		case codes.Unauthenticated:
+			r = "unauthenticated"
+		case codes.Unavailable:
+			r = "unavailable"
+		default:
+			return err
+		}
+		s.tel.ExporterFlowStreamStreamsRejected.Add(context.WithoutCancel(ctx), 1, metric.WithAttributes(attribute.String("reason", r)))
+	}
+	return err
+}
+
+// GetFlows authenticates the caller, validates the request, authorizes its
+// scope, then streams history and (with follow) live records.
+func (s *service) GetFlows(req *pb.GetFlowsRequest, stream pb.FlowStreamService_GetFlowsServer) error {
+	ctx := stream.Context()
+	if s.open.Add(1) > int64(s.limits.MaxStreams) {
+		s.open.Add(-1)
+		return s.reject(ctx, status.Errorf(codes.ResourceExhausted, "too many streams open (limits.max_streams %d): retry later", s.limits.MaxStreams))
+	}
+	defer s.open.Add(-1)
+
+	u, err := s.access.authenticate(ctx)
+	if err != nil {
+		return s.reject(ctx, err)
+	}
+	if !s.acquire(u) {
+		return s.reject(ctx, status.Errorf(codes.ResourceExhausted, "user %q has too many streams open (limits.max_streams_per_client %d): close one", u.name, s.limits.MaxStreamsPerClient))
+	}
+	defer s.release(u)
+
+	q, err := parseRequest(req)
+	if err != nil {
+		return s.reject(ctx, err)
+	}
+	verb := verbList
+	if q.follow {
+		verb = verbWatch
+	}
+	if err := s.access.authorizeScope(ctx, u, q.scope, verb); err != nil {
+		if errors.Is(err, errNoDecision) {
+			// A new stream fails closed.
+			return s.reject(ctx, status.Error(codes.Unavailable, "cannot authorize the stream now (Kubernetes API unreachable): retry"))
+		}
+		return s.reject(ctx, err)
+	}
+
+	s.tel.ExporterFlowStreamStreams.Add(ctx, 1)
+	defer s.tel.ExporterFlowStreamStreams.Add(context.WithoutCancel(ctx), -1)
+
+	info := &pb.StreamInfo{ClusterWide: q.scope.clusterWide}
+	if !q.scope.clusterWide {
+		info.AuthorizedNamespaces = []string{q.scope.namespace}
+	}
+	if err := stream.Send(&pb.GetFlowsResponse{Info: info}); err != nil {
+		return err
+	}
+	v := &viewer{access: s.access, user: u, scope: q.scope, verb: verb}
+	err = serve(ctx, s.ring, q, v, s.recheck, func(resp *pb.GetFlowsResponse, dropped uint64) error {
+		if dropped > 0 {
+			s.tel.ExporterFlowStreamRecordsDropped.Add(ctx, int64(dropped))
+		}
+		if n := len(resp.Flows); n > 0 {
+			s.tel.ExporterFlowStreamRecordsSent.Add(ctx, int64(n))
+		}
+		return stream.Send(resp)
+	})
+	if err != nil {
+		return s.reject(ctx, err)
+	}
+	return nil
+}
+
+func (s *service) acquire(u *user) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perUser[u.name] >= s.limits.MaxStreamsPerClient {
+		return false
+	}
+	s.perUser[u.name]++
+	return true
+}
+
+func (s *service) release(u *user) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perUser[u.name]--; s.perUser[u.name] <= 0 {
+		delete(s.perUser, u.name)
+	}
+}

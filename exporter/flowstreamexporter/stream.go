@@ -1,0 +1,126 @@
+package flowstreamexporter
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	pb "github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
+	"github.com/flowtel/flowtel/internal/flowrecord"
+)
+
+// viewer is what one stream may see: its scope, and the tier of endpoints
+// outside it.
+type viewer struct {
+	access *access // nil: every endpoint in full (tests of the stream alone)
+	user   *user
+	scope  scope
+	verb   string
+}
+
+func (v *viewer) tier(ctx context.Context, namespace string) tier {
+	if v.access == nil || v.scope.clusterWide || namespace == v.scope.namespace {
+		return tierFull
+	}
+	return v.access.peerTier(ctx, v.user, namespace, v.verb)
+}
+
+// recheck re-authorizes the stream's own scope: an explicit deny ends the
+// stream, an unreachable API server does not.
+func (v *viewer) recheck(ctx context.Context) error {
+	if v.access == nil {
+		return nil
+	}
+	err := v.access.authorizeScope(ctx, v.user, v.scope, v.verb)
+	if errors.Is(err, errNoDecision) {
+		return nil
+	}
+	return err
+}
+
+// view returns the wire form of e as the stream may see it, or nil when the
+// record is out of scope or filtered out. Authorization comes first: the
+// filters see only what the client would.
+func (v *viewer) view(ctx context.Context, q *query, e entry) *pb.Flow {
+	r := e.rec
+	if !v.scope.inScope(r) {
+		return nil
+	}
+	src, dst := v.tier(ctx, r.Source.Namespace), v.tier(ctx, r.Destination.Namespace)
+	if src == tierFull && dst == tierFull {
+		if !q.matches(r) {
+			return nil
+		}
+		return e.flow
+	}
+	rr := redact(r, src, dst)
+	if !q.matches(rr) {
+		return nil
+	}
+	return toFlow(rr, src, dst)
+}
+
+// serve streams the ring from its oldest record: everything held, then with
+// follow every new record, until max_count, the client leaves, the ring
+// closes or a re-check denies the scope. send gets each response and the
+// records dropped since the previous one.
+func serve(ctx context.Context, r *ring, q *query, v *viewer, recheck time.Duration, send func(*pb.GetFlowsResponse, uint64) error) error {
+	cursor := r.oldest()
+	var dropped, sent uint64
+	buf := make([]entry, 0, batchSize)
+	var tick <-chan time.Time
+	if q.follow {
+		t := time.NewTicker(recheck)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		var d uint64
+		var wake <-chan struct{}
+		var closed bool
+		buf, cursor, d, wake, closed = r.read(cursor, batchSize, buf[:0])
+		resp := &pb.GetFlowsResponse{}
+		for _, e := range buf {
+			if f := v.view(ctx, q, e); f != nil {
+				resp.Flows = append(resp.Flows, f)
+				sent++
+				if q.maxCount > 0 && sent == q.maxCount {
+					break
+				}
+			}
+		}
+		clear(buf) // do not pin records the ring has let go
+		dropped += d
+		if len(resp.Flows) > 0 || d > 0 {
+			resp.DroppedCount = dropped
+			if err := send(resp, d); err != nil {
+				return err
+			}
+		}
+		switch {
+		case q.maxCount > 0 && sent >= q.maxCount:
+			return nil
+		case len(buf) == batchSize:
+			continue // more to read now
+		case !q.follow || closed:
+			return nil
+		}
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-wake:
+				waiting = false
+			case <-tick:
+				if err := v.recheck(ctx); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// makeEntry prepares a record for the ring.
+func makeEntry(r *flowrecord.Record) entry {
+	return entry{rec: r, flow: toFlow(r, tierFull, tierFull)}
+}
