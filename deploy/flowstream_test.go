@@ -52,8 +52,8 @@ func validateGateway(t *testing.T, files ...string) map[string]any {
 	t.Helper()
 	if len(files) > 1 {
 		gate := "confmap.enableMergeAppendOption"
-		mustNot(t, featuregate.GlobalRegistry().Set(gate, true))
-		defer func() { mustNot(t, featuregate.GlobalRegistry().Set(gate, false)) }()
+		noError(t, featuregate.GlobalRegistry().Set(gate, true))
+		defer func() { noError(t, featuregate.GlobalRegistry().Set(gate, false)) }()
 	}
 	var uris []string
 	dir := t.TempDir()
@@ -91,7 +91,7 @@ func validateGateway(t *testing.T, files ...string) map[string]any {
 	return conf.ToStringMap()
 }
 
-func mustNot(t *testing.T, err error) {
+func noError(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
