@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowtel/flowtel/testbed/ports"
 )
 
 // Users the server knows.
@@ -218,10 +220,9 @@ func (s *Server) writeConfig(o Options) {
 }
 
 func freePort(tb testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := ports.Free()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flowtel/flowtel/testbed/ports"
 )
 
 // Binary returns the path of a distribution built by `make build`.
@@ -249,12 +250,6 @@ func parseSamples(r io.Reader, prefix string) (map[string]float64, error) {
 	return out, sc.Err()
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// FreePort returns a TCP port on 127.0.0.1 for a collector to listen on
+// (see package ports for why not Listen(":0")).
+func FreePort() (int, error) { return ports.Free() }

@@ -45,6 +45,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/flowtel/flowtel/testbed/ports"
 )
 
 // Service address ranges of the test API server (dual-stack).
@@ -327,11 +329,11 @@ func randomToken() string {
 }
 
 func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	p, err := ports.Free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func writeServiceAccountKeys(t testing.TB, dir string) (keyPath, pubPath string) {
