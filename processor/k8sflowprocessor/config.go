@@ -14,6 +14,12 @@ const (
 	PodsAll   = "all"   // every Pod: a gateway, or a small cluster
 )
 
+// Defaults of the hold of records whose local endpoint is not resolved yet.
+const (
+	DefaultHoldUnresolved = 5 * time.Second
+	DefaultHoldMaxRecords = 10000
+)
+
 // NodeNameEnv is the environment variable node_name defaults to (set it from
 // the downward API: fieldRef spec.nodeName).
 const NodeNameEnv = "K8S_NODE_NAME"
@@ -44,6 +50,15 @@ type Config struct {
 	// ClusterUID is written to every record's resource as k8s.cluster.uid.
 	// Empty: the UID of the kube-system Namespace, read once at start.
 	ClusterUID string `mapstructure:"cluster_uid"`
+	// HoldUnresolved is how long a record with an endpoint in this Node's
+	// podCIDR that no known Pod owns is held back and resolved again before
+	// it is exported unresolved: a Pod's IP reaches the API after the
+	// kubelet's next status update, often after its first connections.
+	// 0 exports such records at once.
+	HoldUnresolved time.Duration `mapstructure:"hold_unresolved"`
+	// HoldMaxRecords bounds the records held at once; a record that finds
+	// the hold full is exported unresolved at once (counted as shed).
+	HoldMaxRecords int `mapstructure:"hold_max_records"`
 
 	_ struct{}
 }
@@ -75,6 +90,12 @@ func (c *Config) Validate() error {
 	}
 	if c.DeletedPodRetention <= 0 {
 		errs = append(errs, fmt.Errorf("deleted_pod_retention: must be positive (got %v); set a duration such as %v", c.DeletedPodRetention, k8sindex.DefaultDeletedPodRetention))
+	}
+	if c.HoldUnresolved < 0 {
+		errs = append(errs, fmt.Errorf("hold_unresolved: must not be negative (got %v); set a duration such as %v, or 0 to export unresolved records at once", c.HoldUnresolved, DefaultHoldUnresolved))
+	}
+	if c.HoldUnresolved > 0 && c.HoldMaxRecords <= 0 {
+		errs = append(errs, fmt.Errorf("hold_max_records: must be positive when hold_unresolved is set (got %d); set a number such as %d, or hold_unresolved: 0", c.HoldMaxRecords, DefaultHoldMaxRecords))
 	}
 	return errors.Join(errs...)
 }

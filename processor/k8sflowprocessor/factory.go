@@ -41,6 +41,8 @@ func createDefaultConfig() component.Config {
 		WaitForSync:         true,
 		WaitForSyncTimeout:  time.Minute,
 		DeletedPodRetention: k8sindex.DefaultDeletedPodRetention,
+		HoldUnresolved:      DefaultHoldUnresolved,
+		HoldMaxRecords:      DefaultHoldMaxRecords,
 	}
 }
 
@@ -49,6 +51,7 @@ func createLogs(ctx context.Context, set processor.Settings, cfg *Config, next c
 	if err != nil {
 		return nil, err
 	}
+	p.next = next
 	return processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 		processorhelper.WithStart(p.start),

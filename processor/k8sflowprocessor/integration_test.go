@@ -41,17 +41,7 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 
 	// Nodes (addresses through the status subresource), Pods (bound to a
 	// Node; IPs and phase through the status subresource), Services.
-	for _, n := range clusterObjects() {
-		node, ok := n.(*corev1.Node)
-		if !ok {
-			continue
-		}
-		created, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}, Spec: node.Spec}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		created.Status.Addresses = node.Status.Addresses
-		_, err = admin.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		require.NoError(t, err)
-	}
+	createNodes(t, admin)
 	createPod(t, admin, "web-a", "node-a", v4.webA, v6.webA)
 	createPod(t, admin, "db-b", "node-b", v4.dbB, v6.dbB)
 	_, err = admin.CoreV1().Services("default").Create(ctx, &corev1.Service{
@@ -132,6 +122,80 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 		assert.Contains(t, err.Error(), "list "+res+": forbidden by RBAC")
 	}
 	assert.Contains(t, err.Error(), "system:serviceaccount:flowtel:no-rights")
+}
+
+// createNodes creates the test cluster's Nodes (addresses through the status subresource).
+func createNodes(t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range clusterObjects() {
+		node, ok := n.(*corev1.Node)
+		if !ok {
+			continue
+		}
+		created, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}, Spec: node.Spec}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		created.Status.Addresses = node.Status.Addresses
+		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+}
+
+// TestLateIdentityAgainstKubeAPIServer: a Pod whose IPs are written to its
+// status (as the kubelet does, 1.5 s after the traffic starts) still names
+// its connections, IPv4 and IPv6, with the default hold; an address no Pod
+// ever gets is exported unresolved once the hold is up, and counted.
+func TestLateIdentityAgainstKubeAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the real kube-apiserver test needs the control-plane binaries (testbed/controlplane/build.sh)")
+	}
+	cp := controlplane.Start(t)
+	ctx := context.Background()
+	admin := cp.Admin
+	role := readClusterRole(t)
+	_, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+	require.NoError(t, err)
+	granted := cp.ServiceAccount(t, "flowtel", "node-collector", role.Name)
+	createNodes(t, admin)
+	createPod(t, admin, "late", "node-a") // scheduled, no IP yet
+
+	cfg := nodeConfig("node-a") // the default hold_unresolved
+	cfg.AuthType, cfg.KubeConfig = "kubeConfig", cp.Kubeconfig(t, "node-collector", granted)
+	h := startHolding(t, cfg, newClient, time.Now)
+
+	const lateV4, lateV6, never = "10.244.1.50", "fd00:10:244:1::50", "10.244.1.51"
+	start := time.Now()
+	conn := func(src, dst string) *flowrecord.Record {
+		r := flowCase{reporter: "node-a", src: hp(src, 40000), dst: hp(dst, 443)}.record()
+		r.Start, r.End = start, start.Add(time.Second)
+		return r
+	}
+	h.send(t, conn(lateV4, v4.external), conn(lateV6, v6.external), conn(never, v4.external))
+	assert.Empty(t, h.exported(t), "held while their Pod is unknown")
+
+	time.Sleep(1500 * time.Millisecond)
+	p, err := admin.CoreV1().Pods("default").Get(ctx, "late", metav1.GetOptions{})
+	require.NoError(t, err)
+	p.Status.PodIP, p.Status.PodIPs = lateV4, []corev1.PodIP{{IP: lateV4}, {IP: lateV6}}
+	_, err = admin.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	eventually(t, "the Pod's late IPs name the held records", func() bool { return len(h.exported(t)) >= 2 })
+	named := time.Since(start)
+	got := h.exported(t)
+	for _, a := range []string{lateV4, lateV6} {
+		assert.Equal(t, "late", got[a].Source.PodName, a)
+		assert.Equal(t, "node-a", got[a].Source.NodeName, a)
+		assert.NotEmpty(t, got[a].ClusterUID, a)
+	}
+	assert.NotContains(t, got, never, "still held")
+	require.Eventually(t, func() bool { return len(h.exported(t)) == 3 }, 2*DefaultHoldUnresolved, 50*time.Millisecond, "the hold gives up")
+	assert.Empty(t, h.exported(t)[never].Source.PodName)
+	assert.Equal(t, flowrecord.EndpointPod, h.exported(t)[never].Source.Kind)
+	assert.Equal(t, map[string]int64{"resolved": 2, "expired": 1}, h.held(t))
+	assert.Equal(t, map[string]int64{reasonUnknownPod: 1}, metricValues(t, h.tt, "otelcol_processor_k8s_flow_addresses_unresolved"))
+	t.Logf("late Pod named %v after the connection started (status written after 1.5 s); unresolved exported after %v",
+		named.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 }
 
 func createPod(t *testing.T, c kubernetes.Interface, name, node string, ips ...string) {

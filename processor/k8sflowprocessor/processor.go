@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
@@ -27,6 +29,12 @@ type k8sFlowProcessor struct {
 	// synced is set once every cache has been filled; before (only with
 	// wait_for_sync: false) records cannot be classified and are dropped.
 	synced atomic.Bool
+	// next receives the held records when they are released (nil in tests
+	// that call enrich directly: then nothing is held).
+	next consumer.Logs
+	// hold keeps records whose local endpoint is not resolved yet (nil
+	// with hold_unresolved: 0).
+	hold *holdBuffer
 }
 
 func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now func() time.Time) (*k8sFlowProcessor, error) {
@@ -41,7 +49,11 @@ func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now fu
 	if err != nil {
 		return nil, err
 	}
-	return &k8sFlowProcessor{cfg: cfg, logger: set.Logger, ix: ix, client: client, tel: tel}, nil
+	p := &k8sFlowProcessor{cfg: cfg, logger: set.Logger, ix: ix, client: client, tel: tel}
+	if cfg.HoldUnresolved > 0 {
+		p.hold = &holdBuffer{max: cfg.HoldMaxRecords, wait: cfg.HoldUnresolved}
+	}
+	return p, nil
 }
 
 func (p *k8sFlowProcessor) start(ctx context.Context, _ component.Host) error {
@@ -58,11 +70,13 @@ func (p *k8sFlowProcessor) start(ctx context.Context, _ component.Host) error {
 		return err
 	}
 	p.synced.Store(inf.HasSynced())
+	p.startHold()
 	p.logger.Info("Kubernetes caches started", zap.String("node", p.cfg.NodeName), zap.String("pods", p.cfg.Pods), zap.Bool("synced", p.cfg.WaitForSync))
 	return nil
 }
 
-func (p *k8sFlowProcessor) shutdown(context.Context) error {
+func (p *k8sFlowProcessor) shutdown(ctx context.Context) error {
+	p.shutdownHold(ctx)
 	p.cluster.Stop()
 	if p.informers != nil {
 		p.informers.Shutdown()
@@ -75,6 +89,23 @@ func (p *k8sFlowProcessor) shutdown(context.Context) error {
 // batchCounts are added to the counters once per batch.
 type batchCounts struct {
 	received, enriched, noLocal, noNode, notSynced, decode, unresolved int64
+	// records that left the hold, by outcome
+	heldResolved, heldExpired, heldShed, heldFlushed int64
+}
+
+// settle counts an enriched record; false when it must be dropped.
+func (c *batchCounts) settle(reason string, unresolved int) bool {
+	c.unresolved += int64(unresolved)
+	switch reason {
+	case "":
+		c.enriched++
+		return true
+	case reasonNoLocalEndpoint:
+		c.noLocal++
+	default:
+		c.noNode++
+	}
+	return false
 }
 
 func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
@@ -91,11 +122,13 @@ func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.
 		relays    []flowrecord.Record // onward legs of the scope's records, appended to it
 		c         batchCounts
 		decodeErr error
+		now       = time.Now()
 	)
 	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
 		p.nameCluster(rl)
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
 			relays = relays[:0]
+			var origin *heldOrigin
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
 				c.received++
 				if err := flowrecord.Decode(lr, &rec); err != nil {
@@ -104,18 +137,19 @@ func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.
 					return true
 				}
 				reason, unresolved := p.enrich(&rec)
-				c.unresolved += int64(unresolved)
-				switch reason {
-				case "":
-				case reasonNoLocalEndpoint:
-					c.noLocal++
-					return true
-				default:
-					c.noNode++
+				if reason == "" && p.hold != nil && localUnresolved(&rec) {
+					if origin == nil {
+						origin = newHeldOrigin(rl, sl)
+					}
+					if p.hold.add(origin, lr, &rec, now) {
+						return true // counted when it leaves the hold
+					}
+					c.heldShed++
+				}
+				if !c.settle(reason, unresolved) {
 					return true
 				}
 				flowrecord.Encode(&rec, lr)
-				c.enriched++
 				if relay, ok := relayLeg(&rec); ok {
 					relays = append(relays, relay)
 				}
@@ -162,6 +196,14 @@ func (p *k8sFlowProcessor) record(ctx context.Context, c *batchCounts) {
 	}
 	if c.unresolved > 0 {
 		t.ProcessorK8sFlowAddressesUnresolved.Add(ctx, c.unresolved, unknownPod)
+	}
+	for _, h := range []struct {
+		n   int64
+		set metric.MeasurementOption
+	}{{c.heldResolved, heldResolved}, {c.heldExpired, heldExpired}, {c.heldShed, heldShed}, {c.heldFlushed, heldFlushed}} {
+		if h.n > 0 {
+			t.ProcessorK8sFlowRecordsHeld.Add(ctx, h.n, h.set)
+		}
 	}
 }
 

@@ -28,6 +28,11 @@ var (
 	dropDecode    = withAttr("reason", reasonDecodeError)
 	dropNotSynced = withAttr("reason", reasonNotSynced)
 	unknownPod    = withAttr("reason", reasonUnknownPod)
+
+	heldResolved = withAttr("outcome", "resolved") // its Pod became known while held
+	heldExpired  = withAttr("outcome", "expired")  // hold_unresolved passed: exported unresolved
+	heldShed     = withAttr("outcome", "shed")     // the hold was full: exported unresolved at once
+	heldFlushed  = withAttr("outcome", "shutdown") // flushed at shutdown
 )
 
 func withAttr(k, v string) metric.MeasurementOption {

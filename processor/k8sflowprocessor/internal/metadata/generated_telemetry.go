@@ -32,6 +32,7 @@ type TelemetryBuilder struct {
 	ProcessorK8sFlowCacheObjects        metric.Int64ObservableGauge
 	ProcessorK8sFlowRecordsDropped      metric.Int64Counter
 	ProcessorK8sFlowRecordsEnriched     metric.Int64Counter
+	ProcessorK8sFlowRecordsHeld         metric.Int64Counter
 	ProcessorK8sFlowRecordsReceived     metric.Int64Counter
 }
 
@@ -110,6 +111,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ProcessorK8sFlowRecordsEnriched, err = builder.meter.Int64Counter(
 		"otelcol_processor_k8s_flow_records_enriched",
 		metric.WithDescription("Flow records enriched and passed on. [Development]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorK8sFlowRecordsHeld, err = builder.meter.Int64Counter(
+		"otelcol_processor_k8s_flow_records_held",
+		metric.WithDescription("Flow records held back because an endpoint in this Node's podCIDR was not resolved yet, by how the hold ended (resolved, expired, shed, shutdown). [Development]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

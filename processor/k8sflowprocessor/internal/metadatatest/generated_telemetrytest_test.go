@@ -27,6 +27,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorK8sFlowAddressesUnresolved.Add(context.Background(), 1)
 	tb.ProcessorK8sFlowRecordsDropped.Add(context.Background(), 1)
 	tb.ProcessorK8sFlowRecordsEnriched.Add(context.Background(), 1)
+	tb.ProcessorK8sFlowRecordsHeld.Add(context.Background(), 1)
 	tb.ProcessorK8sFlowRecordsReceived.Add(context.Background(), 1)
 	AssertEqualProcessorK8sFlowAddressesUnresolved(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
@@ -38,6 +39,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorK8sFlowRecordsEnriched(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorK8sFlowRecordsHeld(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorK8sFlowRecordsReceived(t, testTel,
