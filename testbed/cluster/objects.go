@@ -46,6 +46,15 @@ func RegisterNodes(ctx context.Context, c kubernetes.Interface, lab *netlab.Lab)
 
 // RegisterPod creates the Pod object of a netlab Pod, running on its Node with its IPs.
 func RegisterPod(ctx context.Context, c kubernetes.Interface, p *netlab.Pod, labels map[string]string) error {
+	if err := CreatePod(ctx, c, p, labels); err != nil {
+		return err
+	}
+	return SetPodIPs(ctx, c, p)
+}
+
+// CreatePod creates the Pod object scheduled to its Node, with no IPs in its
+// status yet: what the API holds before the kubelet's first status update.
+func CreatePod(ctx context.Context, c kubernetes.Interface, p *netlab.Pod, labels map[string]string) error {
 	if err := ensureNamespace(ctx, c, p.Namespace); err != nil {
 		return err
 	}
@@ -56,9 +65,17 @@ func RegisterPod(ctx context.Context, c kubernetes.Interface, p *netlab.Pod, lab
 			Containers: []corev1.Container{{Name: "app", Image: "registry.example/flowpeer:test"}},
 		},
 	}
-	created, err := c.CoreV1().Pods(p.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := c.CoreV1().Pods(p.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+// SetPodIPs writes the Pod's status as the kubelet would: running, with its IPs.
+func SetPodIPs(ctx context.Context, c kubernetes.Interface, p *netlab.Pod) error {
+	created, err := c.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	created.Status.Phase = corev1.PodRunning
 	created.Status.PodIP = p.IPv4.String()
