@@ -29,14 +29,9 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the real kube-apiserver test needs the control-plane binaries (testbed/controlplane/build.sh)")
 	}
-	cp := controlplane.Start(t)
+	cp, granted := startWithRole(t)
 	ctx := context.Background()
 	admin := cp.Admin
-
-	role := readClusterRole(t)
-	_, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
-	require.NoError(t, err)
-	granted := cp.ServiceAccount(t, "flowtel", "node-collector", role.Name)
 	denied := cp.ServiceAccount(t, "flowtel", "no-rights")
 
 	// Nodes (addresses through the status subresource), Pods (bound to a
@@ -44,7 +39,7 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 	createNodes(t, admin)
 	createPod(t, admin, "web-a", "node-a", v4.webA, v6.webA)
 	createPod(t, admin, "db-b", "node-b", v4.dbB, v6.dbB)
-	_, err = admin.CoreV1().Services("default").Create(ctx, &corev1.Service{
+	_, err := admin.CoreV1().Services("default").Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "web-a"},
 			IPFamilyPolicy: ptr(corev1.IPFamilyPolicyRequireDualStack), ClusterIP: v4.clusterIP, ClusterIPs: []string{v4.clusterIP, v6.clusterIP},
@@ -149,13 +144,9 @@ func TestLateIdentityAgainstKubeAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the real kube-apiserver test needs the control-plane binaries (testbed/controlplane/build.sh)")
 	}
-	cp := controlplane.Start(t)
+	cp, granted := startWithRole(t)
 	ctx := context.Background()
 	admin := cp.Admin
-	role := readClusterRole(t)
-	_, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
-	require.NoError(t, err)
-	granted := cp.ServiceAccount(t, "flowtel", "node-collector", role.Name)
 	createNodes(t, admin)
 	createPod(t, admin, "late", "node-a") // scheduled, no IP yet
 
@@ -219,4 +210,15 @@ func readClusterRole(t *testing.T) *rbacv1.ClusterRole {
 	var role rbacv1.ClusterRole
 	require.NoError(t, utilyaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&role))
 	return &role
+}
+
+// startWithRole starts the real kube-apiserver with the README's ClusterRole
+// created, and a ServiceAccount granted it.
+func startWithRole(t *testing.T) (cp *controlplane.ControlPlane, granted string) {
+	t.Helper()
+	cp = controlplane.Start(t)
+	role := readClusterRole(t)
+	_, err := cp.Admin.RbacV1().ClusterRoles().Create(context.Background(), role, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return cp, cp.ServiceAccount(t, "flowtel", "node-collector", role.Name)
 }
