@@ -46,6 +46,15 @@ func TestLateIdentity(t *testing.T) {
 		}
 		cases = append(cases, c)
 	}
+	// The IPs must arrive after node-1's k8s_flow saw the connections'
+	// first records (a fixed sleep raced a slow process start under CI
+	// load: the first records came after the IPs and needed no hold).
+	received := func() float64 {
+		m, err := b.nodes[0].Metrics("otelcol_processor_k8s_flow_records_received")
+		require.NoError(t, err)
+		return sumSamples(m, "")
+	}
+	before := received()
 	var wg sync.WaitGroup
 	for _, c := range cases {
 		wg.Add(1)
@@ -53,11 +62,16 @@ func TestLateIdentity(t *testing.T) {
 			defer wg.Done()
 			ns, _, to := b.endpoints(c)
 			out, err := netlab.Exec(ctx, ns, b.peer, "send", "-proto", c.Proto, "-to", to.String(),
-				"-bytes", fmt.Sprint(requestBytes), "-sport", fmt.Sprint(c.Sport), "-hold", "5s")
+				"-bytes", fmt.Sprint(requestBytes), "-sport", fmt.Sprint(c.Sport), "-hold", "8s")
 			assert.NoError(t, err, "%s: %s", c.Name, out)
 		}()
 	}
-	time.Sleep(2500 * time.Millisecond)
+	// At least 2.5 s after the start and both connections' first records in
+	// (within hold_unresolved, 5 s, of the first held one).
+	sent := time.Now()
+	require.Eventually(t, func() bool { return received() >= before+float64(len(cases)) }, 5*time.Second, 100*time.Millisecond,
+		"node-1's k8s_flow received no record of the connections in 5 s")
+	time.Sleep(time.Until(sent.Add(2500 * time.Millisecond)))
 	require.NoError(t, cluster.SetPodIPs(ctx, admin, pod))
 	wg.Wait()
 
