@@ -37,9 +37,10 @@ type Templating struct {
 
 // Variable is a dashboard variable.
 type Variable struct {
-	Name  string `json:"name"`
-	Type  string `json:"type"`
-	Query string `json:"query"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Query is a string, or an object for a query variable.
+	Query json.RawMessage `json:"query"`
 }
 
 // Panel is one panel (or row) and its queries.
