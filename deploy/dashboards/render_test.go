@@ -16,21 +16,18 @@ import (
 	"github.com/flowtel/flowtel/deploy/dashboards"
 )
 
-// configMaps parses a multi-document manifest and returns its ConfigMaps by name.
-func configMaps(t *testing.T, manifest []byte) map[string]struct {
+// configMap is what the tests read of a rendered ConfigMap.
+type configMap struct {
 	Namespace   string
 	Labels      map[string]string
 	Annotations map[string]string
 	Data        map[string]string
-} {
+}
+
+// configMaps parses a multi-document manifest and returns its ConfigMaps by name.
+func configMaps(t *testing.T, manifest []byte) map[string]configMap {
 	t.Helper()
-	type cm = struct {
-		Namespace   string
-		Labels      map[string]string
-		Annotations map[string]string
-		Data        map[string]string
-	}
-	out := map[string]cm{}
+	out := map[string]configMap{}
 	dec := yaml.NewDecoder(strings.NewReader(string(manifest)))
 	for {
 		var doc struct {
@@ -47,7 +44,7 @@ func configMaps(t *testing.T, manifest []byte) map[string]struct {
 			break
 		}
 		if doc.Kind == "ConfigMap" {
-			out[doc.Metadata.Name] = cm{doc.Metadata.Namespace, doc.Metadata.Labels, doc.Metadata.Annotations, doc.Data}
+			out[doc.Metadata.Name] = configMap{doc.Metadata.Namespace, doc.Metadata.Labels, doc.Metadata.Annotations, doc.Data}
 		}
 	}
 	return out
@@ -65,12 +62,7 @@ func command(t *testing.T, name string, args ...string) []byte {
 
 // wantDashboards checks that cms hold every dashboard, as the source file,
 // under name(file), labelled for Grafana's sidecar.
-func wantDashboards(t *testing.T, cms map[string]struct {
-	Namespace   string
-	Labels      map[string]string
-	Annotations map[string]string
-	Data        map[string]string
-}, namespace string, name func(file string) string) {
+func wantDashboards(t *testing.T, cms map[string]configMap, namespace string, name func(file string) string) {
 	t.Helper()
 	for _, file := range dashboards.Names() {
 		src, err := dashboards.Raw(file)
