@@ -15,6 +15,7 @@ declare -A want=(
   [curl]=curl
   [flock]=util-linux
   [protoc]=protobuf-compiler
+  [dot]=graphviz
 )
 
 # kubectl (the deploy tests apply manifests with it) is not a Debian 12 package;
