@@ -21,12 +21,19 @@ type flowEnd struct {
 	Redacted     bool // the flow stream withheld the peer's identity
 }
 
+// Outcomes of a connection that the map draws apart from the others.
+const (
+	outcomeRefused = "refused" // a TCP SYN answered by a reset
+	outcomeDenied  = "denied"  // dropped or rejected by a NetworkPolicy rule
+)
+
 // mapFlow is what a source reports for one or more connections between two
-// ends: how many, their bytes (both directions), and how many were refused
-// (a SYN answered by RST) or denied by a NetworkPolicy rule.
+// ends with one outcome ("", refused or denied): how many, and their bytes
+// (both directions).
 type mapFlow struct {
-	Src, Dst                            flowEnd
-	Connections, Bytes, Refused, Denied uint64
+	Src, Dst           flowEnd
+	Outcome            string
+	Connections, Bytes uint64
 }
 
 // vertex is a node of the map.
@@ -61,36 +68,35 @@ func (e flowEnd) vertex(byWorkload bool) vertex {
 	return vertex{ID: "external/" + addr, Kind: "external", Label: addr}
 }
 
-// edge is the sum of the flows from one vertex to another.
+// edge is the sum of the flows from one vertex to another with one outcome.
 type edge struct {
-	From, To                            string
-	Connections, Bytes, Refused, Denied uint64
+	From, To, Outcome  string
+	Connections, Bytes uint64
 }
 
-// workloadGraph is the map: vertices, and edges keyed by their two ends.
+// workloadGraph is the map: vertices, and edges keyed by their two ends and
+// outcome (refused and denied connections get edges of their own).
 type workloadGraph struct {
 	byWorkload bool
 	vertices   map[string]vertex
-	edges      map[[2]string]*edge
+	edges      map[[3]string]*edge
 }
 
 func newGraph(byWorkload bool) *workloadGraph {
-	return &workloadGraph{byWorkload: byWorkload, vertices: map[string]vertex{}, edges: map[[2]string]*edge{}}
+	return &workloadGraph{byWorkload: byWorkload, vertices: map[string]vertex{}, edges: map[[3]string]*edge{}}
 }
 
 func (g *workloadGraph) add(f mapFlow) {
 	s, d := f.Src.vertex(g.byWorkload), f.Dst.vertex(g.byWorkload)
 	g.vertices[s.ID], g.vertices[d.ID] = s, d
-	k := [2]string{s.ID, d.ID}
+	k := [3]string{s.ID, d.ID, f.Outcome}
 	e := g.edges[k]
 	if e == nil {
-		e = &edge{From: s.ID, To: d.ID}
+		e = &edge{From: s.ID, To: d.ID, Outcome: f.Outcome}
 		g.edges[k] = e
 	}
 	e.Connections += f.Connections
 	e.Bytes += f.Bytes
-	e.Refused += f.Refused
-	e.Denied += f.Denied
 }
 
 // Shapes of the vertex kinds.
@@ -122,9 +128,10 @@ func humanBytes(n uint64) string {
 
 // writeDOT writes the map as a Graphviz digraph: a cluster per Namespace,
 // Nodes and external peers outside, one edge per pair of vertices labelled
-// with connections and bytes; refused (orange, dashed) and denied (red, bold,
-// tee arrow) edges marked. Every edge also carries its numbers as the
-// attributes connections, bytes, refused and denied, for programs.
+// with connections and bytes, and beside it an edge for the pair's refused
+// connections (orange, dashed) and one for its denied ones (red, bold, tee
+// arrow). Every edge also carries the attributes connections, bytes and
+// outcome (ok, refused, denied), for programs.
 func (g *workloadGraph) writeDOT(w io.Writer, title string) error {
 	bw := bufio.NewWriter(w)
 	var conns, bytes uint64
@@ -171,15 +178,17 @@ func (g *workloadGraph) writeDOT(w io.Writer, title string) error {
 		writeVertex("  ", v)
 	}
 
-	keys := make([][2]string, 0, len(g.edges))
+	keys := make([][3]string, 0, len(g.edges))
 	for k := range g.edges {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if keys[i][0] != keys[j][0] {
-			return keys[i][0] < keys[j][0]
+		for n := range keys[i] {
+			if keys[i][n] != keys[j][n] {
+				return keys[i][n] < keys[j][n]
+			}
 		}
-		return keys[i][1] < keys[j][1]
+		return false
 	})
 	for _, k := range keys {
 		e := g.edges[k]
@@ -188,17 +197,17 @@ func (g *workloadGraph) writeDOT(w io.Writer, title string) error {
 			unit = "connection"
 		}
 		label := fmt.Sprintf("%d %s, %s", e.Connections, unit, humanBytes(e.Bytes))
-		style := fmt.Sprintf("penwidth=%.1f", 1+math.Min(3, math.Log10(float64(e.Bytes)+1)/2))
-		if e.Refused > 0 {
-			label += fmt.Sprintf("\nrefused %d", e.Refused)
+		outcome, style := "ok", fmt.Sprintf("penwidth=%.1f", 1+math.Min(3, math.Log10(float64(e.Bytes)+1)/2))
+		switch e.Outcome {
+		case outcomeRefused:
+			outcome, label = e.Outcome, "refused: "+label
 			style += `, color="#ff7f0e", fontcolor="#ff7f0e", style=dashed`
-		}
-		if e.Denied > 0 {
-			label += fmt.Sprintf("\ndenied %d", e.Denied)
+		case outcomeDenied:
+			outcome, label = e.Outcome, "denied: "+label
 			style += `, color="#d62728", fontcolor="#d62728", style=bold, arrowhead=tee`
 		}
-		fmt.Fprintf(bw, "  %s -> %s [label=%s, connections=%d, bytes=%d, refused=%d, denied=%d, %s];\n",
-			quote(e.From), quote(e.To), quote(label), e.Connections, e.Bytes, e.Refused, e.Denied, style)
+		fmt.Fprintf(bw, "  %s -> %s [label=%s, outcome=%s, connections=%d, bytes=%d, %s];\n",
+			quote(e.From), quote(e.To), quote(label), outcome, e.Connections, e.Bytes, style)
 	}
 	fmt.Fprintln(bw, "}")
 	return bw.Flush()

@@ -143,8 +143,12 @@ func streamFlows(ctx context.Context, conn connFlags, sc scopeFlags, from time.T
 				order = append(order, k)
 			}
 			m.Bytes += f.GetStats().GetOctetDeltaCount() + f.GetReverseStats().GetOctetDeltaCount()
-			m.Refused = b2u(m.Refused == 1 || streamRefused(f))
-			m.Denied = b2u(m.Denied == 1 || streamDenied(f.GetK8S()))
+			switch {
+			case streamDenied(f.GetK8S()):
+				m.Outcome = outcomeDenied
+			case streamRefused(f) && m.Outcome == "":
+				m.Outcome = outcomeRefused
+			}
 		}
 		return nil
 	})
@@ -155,13 +159,6 @@ func streamFlows(ctx context.Context, conn connFlags, sc scopeFlags, from time.T
 		add(*conns[k])
 	}
 	return nil
-}
-
-func b2u(b bool) uint64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // streamEnds reads a Flow's two ends. The stream has no endpoint kind or
@@ -197,21 +194,21 @@ func streamDenied(k *pb.Kubernetes) bool {
 	return false
 }
 
-// mapQuery groups the flows table by the two ends of each connection. It runs
-// on every ClickHouse from 18.16 (the dashboards' queries do too): refused and
-// denied as the dashboards define them (docs/dashboards.md).
+// mapQuery groups the flows table by the two ends of each connection and its
+// outcome, refused and denied as the dashboards define them
+// (docs/dashboards.md). It runs on every ClickHouse from 18.16, as the
+// dashboards' queries do.
 const mapQuery = `SELECT
     %[1]s,
     %[2]s,
+    multiIf(ingressNetworkPolicyRuleAction IN (2, 3) OR egressNetworkPolicyRuleAction IN (2, 3), 'denied',
+        protocolIdentifier = 6 AND tcpState = 'CLOSE' AND flowEndReason = 3 AND packetTotalCount = 1 AND reversePacketTotalCount = 1, 'refused',
+        '') AS outcome,
     uniqExact(sourceIP, sourceTransportPort, destinationIP, destinationTransportPort, protocolIdentifier) AS connections,
-    sum(octetDeltaCount + reverseOctetDeltaCount) AS bytes,
-    uniqExactIf(sourceIP, sourceTransportPort, destinationIP, destinationTransportPort, protocolIdentifier,
-        protocolIdentifier = 6 AND tcpState = 'CLOSE' AND flowEndReason = 3 AND packetTotalCount = 1 AND reversePacketTotalCount = 1) AS refused,
-    uniqExactIf(sourceIP, sourceTransportPort, destinationIP, destinationTransportPort, protocolIdentifier,
-        ingressNetworkPolicyRuleAction IN (2, 3) OR egressNetworkPolicyRuleAction IN (2, 3)) AS denied
+    sum(octetDeltaCount + reverseOctetDeltaCount) AS bytes
 FROM %[3]s
 WHERE flowEndSeconds >= toDateTime(%[4]d)
-GROUP BY %[5]s
+GROUP BY %[5]s, outcome
 FORMAT JSONEachRow`
 
 // endColumns are the columns of one end, with the address kept only for an
@@ -311,10 +308,13 @@ func decodeRow(r map[string]json.RawMessage, f *mapFlow) error {
 		return e
 	}
 	f.Src, f.Dst = end("source"), end("destination")
+	var err error
+	f.Outcome, err = str("outcome")
+	errs = append(errs, err)
 	for _, c := range []struct {
 		col string
 		to  *uint64
-	}{{"connections", &f.Connections}, {"bytes", &f.Bytes}, {"refused", &f.Refused}, {"denied", &f.Denied}} {
+	}{{"connections", &f.Connections}, {"bytes", &f.Bytes}} {
 		v, err := num(c.col)
 		*c.to = v
 		errs = append(errs, err)

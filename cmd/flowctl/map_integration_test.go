@@ -51,7 +51,7 @@ func TestMapFromClickHouse(t *testing.T) {
 	svg := filepath.Join(dir, "map.svg")
 	_, errOut, code = flowctl(ctx, append(base, "-o", svg)...)
 	require.Zero(t, code, errOut)
-	assert.Contains(t, errOut, "wrote "+svg+" (8 nodes, 8 edges)")
+	assert.Contains(t, errOut, "wrote "+svg+" (8 nodes, 10 edges)")
 	b, err := os.ReadFile(svg)
 	require.NoError(t, err)
 	for id := range demoVertices { // dot writes - as &#45;
@@ -59,7 +59,7 @@ func TestMapFromClickHouse(t *testing.T) {
 		assert.True(t, strings.Contains(string(b), title), "the SVG has no %s", title)
 	}
 	assert.True(t, strings.Contains(string(b), "<title>cluster_default</title>"), "the SVG has no cluster default")
-	assert.True(t, strings.Contains(string(b), ">refused 1</text>"), "the SVG marks no refused edge")
+	assert.True(t, strings.Contains(string(b), ">refused: 1 connection, 100 B</text>"), "the SVG marks no refused edge")
 	png := filepath.Join(dir, "map.png")
 	_, errOut, code = flowctl(ctx, append(base, "-o", png)...)
 	require.Zero(t, code, errOut)
@@ -103,10 +103,11 @@ func TestMapFromTheStream(t *testing.T) {
 		require.True(t, ok, "no edge %s in %v", k, g.edges)
 		return a
 	}
-	a := edge("pod/default/client-a -> pod/default/web-b")
-	assert.Equal(t, []string{"2", "5100", "1", "0"}, []string{a["connections"], a["bytes"], a["refused"], a["denied"]})
-	a = edge("pod/default/client-a -> pod/default/web-c")
-	assert.Equal(t, []string{"2", "5060", "0", "1"}, []string{a["connections"], a["bytes"], a["refused"], a["denied"]})
+	a := edge("pod/default/client-a -> pod/default/web-b (refused)")
+	assert.Equal(t, []string{"1", "100"}, []string{a["connections"], a["bytes"]})
+	a = edge("pod/default/client-a -> pod/default/web-c (denied)")
+	assert.Equal(t, []string{"1", "60"}, []string{a["connections"], a["bytes"]})
+	assert.Equal(t, "5000", edge("pod/default/client-a -> pod/default/web-c")["bytes"])
 	assert.Equal(t, "5000", edge("node/node-1 -> pod/default/web-a")["bytes"])
 	assert.Equal(t, "1200", edge("pod/default/web-b -> node/node-2")["bytes"])
 	assert.Equal(t, "1", edge("pod/default/client-a -> external/192.0.2.80")["connections"])

@@ -17,7 +17,7 @@ type dotGraph struct {
 	attrs    map[string]string            // graph [...]
 	nodes    map[string]map[string]string // id → attributes
 	clusters map[string][]string          // cluster label → node ids
-	edges    map[string]map[string]string // "from -> to" → attributes
+	edges    map[string]map[string]string // "from -> to", plus " (outcome)" unless ok → attributes
 }
 
 // dotTokens splits DOT into quoted strings (unescaped, marked by a leading
@@ -131,7 +131,13 @@ func parseDOT(t *testing.T, s string) dotGraph {
 		case pos < len(toks) && toks[pos] == "->":
 			pos++
 			to := id(next())
-			g.edges[id(tok)+" -> "+to] = attrs()
+			a := attrs()
+			k := id(tok) + " -> " + to
+			if a["outcome"] != "ok" {
+				k += " (" + a["outcome"] + ")"
+			}
+			require.NotContains(t, g.edges, k, "two edges %s", k)
+			g.edges[k] = a
 		default:
 			g.nodes[id(tok)] = attrs()
 			if cluster != "" {
@@ -143,7 +149,8 @@ func parseDOT(t *testing.T, s string) dotGraph {
 }
 
 // The demo's map (deploy/dashboards/demodata, grouped by workload): vertex →
-// kind, and each edge's connections, bytes, refused and denied.
+// kind, and each edge's connections and bytes. The refused and the denied
+// connection have edges of their own beside their pair's.
 var (
 	demoVertices = map[string]string{
 		"workload/default/Deployment/client":   "workload",
@@ -155,15 +162,17 @@ var (
 		"external/192.0.2.80":                  "external",
 		"external/198.51.100.7":                "external",
 	}
-	demoEdges = map[string][4]uint64{
-		"workload/default/Deployment/client -> pod/default/web-a":                    {1, 5000, 0, 0},
-		"workload/default/Deployment/client -> pod/default/web-b":                    {2, 5100, 1, 0},
-		"workload/default/Deployment/client -> workload/default/StatefulSet/web-far": {2, 5060, 0, 1},
-		"workload/default/Deployment/client -> external/192.0.2.80":                  {1, 5000, 0, 0},
-		"node/node-1 -> pod/default/web-a":                                           {1, 5000, 0, 0},
-		"node/node-1 -> pod/default/web-b":                                           {1, 5000, 0, 0},
-		"external/198.51.100.7 -> pod/default/web-b":                                 {1, 5000, 0, 0},
-		"pod/default/web-b -> node/node-2":                                           {1, 1200, 0, 0},
+	demoEdges = map[string][2]uint64{
+		"workload/default/Deployment/client -> pod/default/web-a":                             {1, 5000},
+		"workload/default/Deployment/client -> pod/default/web-b":                             {1, 5000},
+		"workload/default/Deployment/client -> pod/default/web-b (refused)":                   {1, 100},
+		"workload/default/Deployment/client -> workload/default/StatefulSet/web-far":          {1, 5000},
+		"workload/default/Deployment/client -> workload/default/StatefulSet/web-far (denied)": {1, 60},
+		"workload/default/Deployment/client -> external/192.0.2.80":                           {1, 5000},
+		"node/node-1 -> pod/default/web-a":                                                    {1, 5000},
+		"node/node-1 -> pod/default/web-b":                                                    {1, 5000},
+		"external/198.51.100.7 -> pod/default/web-b":                                          {1, 5000},
+		"pod/default/web-b -> node/node-2":                                                    {1, 1200},
 	}
 )
 
@@ -185,22 +194,29 @@ func checkDemoMap(t *testing.T, g dotGraph) {
 	assert.ElementsMatch(t, inDefault, g.clusters["default"], "the default Namespace's cluster")
 	assert.Len(t, g.clusters, 1, "one cluster per Namespace")
 	assert.Equal(t, "Deployment client", g.nodes["workload/default/Deployment/client"]["label"])
-	got := map[string][4]uint64{}
+	got := map[string][2]uint64{}
 	for k, a := range g.edges {
-		var n [4]uint64
-		for i, c := range []string{"connections", "bytes", "refused", "denied"} {
+		var n [2]uint64
+		for i, c := range []string{"connections", "bytes"} {
 			_, err := fmt.Sscan(a[c], &n[i])
 			require.NoError(t, err, "%s: %s=%q", k, c, a[c])
 		}
 		got[k] = n
-		assert.Equal(t, n[2] > 0, strings.Contains(a["label"], "refused"), "%s: refused in the label (%q)", k, a["label"])
-		assert.Equal(t, n[3] > 0, a["arrowhead"] == "tee" && a["color"] == "#d62728", "%s: denied marked", k)
-		if n[2] > 0 && n[3] == 0 {
-			assert.Equal(t, "dashed", a["style"], "%s: refused marked", k)
+		switch a["outcome"] {
+		case "refused":
+			assert.Equal(t, []string{"dashed", "#ff7f0e"}, []string{a["style"], a["color"]}, "%s: refused marked", k)
+			assert.True(t, strings.HasPrefix(a["label"], "refused: "), "%s: %q", k, a["label"])
+		case "denied":
+			assert.Equal(t, []string{"bold", "#d62728", "tee"}, []string{a["style"], a["color"], a["arrowhead"]}, "%s: denied marked", k)
+			assert.True(t, strings.HasPrefix(a["label"], "denied: "), "%s: %q", k, a["label"])
+		default:
+			assert.Equal(t, "ok", a["outcome"], k)
+			assert.Empty(t, a["color"], "%s: an ok edge is not marked", k)
 		}
 	}
 	assert.Equal(t, demoEdges, got)
-	assert.Equal(t, "2 connections, 5.1 kB\nrefused 1", g.edges["workload/default/Deployment/client -> pod/default/web-b"]["label"])
+	assert.Equal(t, "refused: 1 connection, 100 B", g.edges["workload/default/Deployment/client -> pod/default/web-b (refused)"]["label"])
+	assert.Equal(t, "1 connection, 5.0 kB", g.edges["workload/default/Deployment/client -> pod/default/web-b"]["label"])
 	assert.Contains(t, g.attrs["label"], "10 connections, 36.4 kB")
 }
 
@@ -221,9 +237,9 @@ func demoFlows() []mapFlow {
 		{Src: client, Dst: flowEnd{Kind: "external", Address: "192.0.2.80"}, Connections: 1, Bytes: 5000},
 		{Src: flowEnd{Kind: "external", Address: "198.51.100.7"}, Dst: webB, Connections: 1, Bytes: 5000},
 		{Src: webB, Dst: node2, Connections: 1, Bytes: 1200},
-		{Src: client, Dst: webB, Connections: 1, Bytes: 100, Refused: 1},
+		{Src: client, Dst: webB, Connections: 1, Bytes: 100, Outcome: outcomeRefused},
 		{Src: client, Dst: webC, Connections: 1, Bytes: 5000},
-		{Src: client, Dst: webC, Connections: 1, Bytes: 60, Denied: 1},
+		{Src: client, Dst: webC, Connections: 1, Bytes: 60, Outcome: outcomeDenied},
 	}
 }
 

@@ -41,8 +41,8 @@ func (b *bed) writeMap(t *testing.T, dir string) (dot, svg string) {
 		assert.Contains(t, string(got), `"`+id, "the map has no %s", id)
 	}
 	assert.Contains(t, string(got), `subgraph "cluster_default"`)
-	// client-a → web-b carries the refused connection (and its IPv6 twin).
-	refused := regexp.MustCompile(`"pod/default/client-a" -> "pod/default/web-b" \[[^\]]*refused=[1-9]`)
+	// client-a → web-b: the refused connection and its IPv6 twin.
+	refused := regexp.MustCompile(`"pod/default/client-a" -> "pod/default/web-b" \[[^\]]*outcome=refused, connections=2,`)
 	assert.Regexp(t, refused, string(got), "the refused edge is not marked")
 	if _, err := exec.LookPath("dot"); err == nil {
 		svg = filepath.Join(dir, "flows-map.svg")
