@@ -130,36 +130,28 @@ func TestClickHousePanels(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 
-	g := grafana{from: now.Add(-time.Hour), to: now.Add(time.Minute), interval: time.Minute,
-		vars: map[string]string{"table": "dash.flows"}}
-	boards, err := dashboards.Load()
+	g := dashboards.Expander{From: now.Add(-time.Hour), To: now.Add(time.Minute), Interval: time.Minute,
+		Vars: map[string]string{"table": "dash.flows"}}
+	queries, err := dashboards.ClickHouseQueries()
 	require.NoError(t, err)
 	ran := map[string]bool{}
-	for _, d := range boards {
-		for _, p := range d.Panels {
-			if p.Datasource.Type != dashboards.ClickHouse {
-				continue
-			}
-			key := d.UID + "/" + p.Title
-			if p.Type == "table" && ran[key] {
-				key += " (table)" // a stat and a table of the same name
-			}
-			if _, dup := panelWants[key]; dup && ran[key] {
-				t.Errorf("%s: two panels of that name", key)
-			}
-			ran[key] = true
-			t.Run(key, func(t *testing.T) {
-				want, ok := panelWants[key]
-				require.True(t, ok, "no expectation for panel %q: add one to panelWants", key)
-				require.Len(t, p.Targets, 1)
-				sql, err := g.expand(p.Targets[0].RawSQL)
-				require.NoError(t, err)
-				cols, rows := query(t, conn, sql)
-				assert.Equal(t, want.columns, cols)
-				require.NotEmpty(t, rows, "%s returned no rows", sql)
-				want.check(t, rows)
-			})
+	for _, q := range queries {
+		key := q.Dashboard + "/" + q.Panel
+		if q.PanelType == "table" && ran[key] {
+			key += " (table)" // a stat and a table of the same name
 		}
+		require.False(t, ran[key], "%s: two panels of that name", key)
+		ran[key] = true
+		t.Run(key, func(t *testing.T) {
+			want, ok := panelWants[key]
+			require.True(t, ok, "no expectation for panel %q: add one to panelWants", key)
+			sql, err := g.Expand(q.SQL)
+			require.NoError(t, err)
+			cols, rows := query(t, conn, sql)
+			assert.Equal(t, want.columns, cols)
+			require.NotEmpty(t, rows, "%s returned no rows", sql)
+			want.check(t, rows)
+		})
 	}
 	for key := range panelWants {
 		assert.True(t, ran[key], "expectation %q matches no panel", key)

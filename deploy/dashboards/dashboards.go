@@ -98,3 +98,29 @@ func Load() ([]Dashboard, error) {
 	}
 	return out, nil
 }
+
+// Query is one ClickHouse panel's SQL, as the dashboard holds it.
+type Query struct {
+	Dashboard, Panel, PanelType, SQL string
+}
+
+// ClickHouseQueries returns the SQL of every ClickHouse panel of every
+// dashboard, in file and panel order.
+func ClickHouseQueries() ([]Query, error) {
+	boards, err := Load()
+	if err != nil {
+		return nil, err
+	}
+	var out []Query
+	for _, d := range boards {
+		for _, p := range d.Panels {
+			if p.Datasource.Type != ClickHouse {
+				continue
+			}
+			for _, t := range p.Targets {
+				out = append(out, Query{Dashboard: d.UID, Panel: p.Title, PanelType: p.Type, SQL: t.RawSQL})
+			}
+		}
+	}
+	return out, nil
+}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,4 +120,34 @@ func TestModel(t *testing.T) {
 		})
 	}
 	assert.Len(t, boards, 3)
+}
+
+// TestExpander: the expansions of the plugin's macros (pkg/macros of
+// grafana-clickhouse-datasource) and Grafana's variables, and what is refused.
+func TestExpander(t *testing.T) {
+	from := time.Unix(1_700_000_000, 0).UTC()
+	g := dashboards.Expander{From: from, To: from.Add(time.Hour), Interval: 90 * time.Second, Vars: map[string]string{"table": "db.flows"}}
+	for in, want := range map[string]string{
+		"SELECT 1 FROM ${table} WHERE $__timeFilter(flowEndSeconds)": "SELECT 1 FROM db.flows WHERE flowEndSeconds >= toDateTime(1700000000) AND flowEndSeconds <= toDateTime(1700003600)",
+		"$table":                       "db.flows",
+		"$__interval_s":                "90",
+		"$__timeInterval(t)":           "toStartOfInterval(toDateTime(t), INTERVAL 90 second)",
+		"$__fromTime, $__toTime":       "toDateTime(1700000000), toDateTime(1700003600)",
+		"$__fromTime_ms":               "fromUnixTimestamp64Milli(1700000000000)",
+		"$__timeFilter_ms(t)":          "t >= fromUnixTimestamp64Milli(1700000000000) AND t <= fromUnixTimestamp64Milli(1700003600000)",
+		"$__dateFilter(d)":             "d >= toDate('2023-11-14') AND d <= toDate('2023-11-14')",
+		"intDiv(x, $__interval_s) * 2": "intDiv(x, 90) * 2",
+	} {
+		got, err := g.Expand(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for in, want := range map[string]string{
+		"FROM ${database}.flows":  "undefined dashboard variable ${database}",
+		"$__conditionalAll(a, b)": "not a macro",
+		"$__timeFilter(a, b)":     "2 arguments, want 1",
+	} {
+		_, err := g.Expand(in)
+		assert.ErrorContains(t, err, want, in)
+	}
 }
