@@ -5,7 +5,6 @@ package dashboards_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -19,8 +18,7 @@ import (
 	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
-// row is one result row: column → value as the driver scans it.
-type row map[string]any
+type row = dashboards.Row
 
 // panelWant is what a panel's query must return on demodata.Records: its
 // columns in order, and a check of values the set determines.
@@ -147,7 +145,8 @@ func TestClickHousePanels(t *testing.T) {
 			require.True(t, ok, "no expectation for panel %q: add one to panelWants", key)
 			sql, err := g.Expand(q.SQL)
 			require.NoError(t, err)
-			cols, rows := query(t, conn, sql)
+			cols, rows, err := dashboards.Run(context.Background(), conn, sql)
+			require.NoError(t, err)
 			assert.Equal(t, want.columns, cols)
 			require.NotEmpty(t, rows, "%s returned no rows", sql)
 			want.check(t, rows)
@@ -156,32 +155,4 @@ func TestClickHousePanels(t *testing.T) {
 	for key := range panelWants {
 		assert.True(t, ran[key], "expectation %q matches no panel", key)
 	}
-}
-
-func query(t *testing.T, conn clickhouse.Conn, sql string) ([]string, []row) {
-	t.Helper()
-	rows, err := conn.Query(context.Background(), sql)
-	require.NoError(t, err, sql)
-	defer rows.Close()
-	types := rows.ColumnTypes()
-	cols := rows.Columns()
-	var out []row
-	for rows.Next() {
-		ptrs := make([]any, len(types))
-		for i, ct := range types {
-			ptrs[i] = reflect.New(ct.ScanType()).Interface()
-		}
-		require.NoError(t, rows.Scan(ptrs...))
-		r := row{}
-		for i, c := range cols {
-			v := reflect.ValueOf(ptrs[i]).Elem().Interface()
-			if f, ok := v.(float64); ok && f == math.Trunc(f) {
-				v = int64(f) // 20.0 compares as 20
-			}
-			r[c] = v
-		}
-		out = append(out, r)
-	}
-	require.NoError(t, rows.Err())
-	return cols, out
 }

@@ -76,6 +76,7 @@ func TestScenarios(t *testing.T) {
 	}
 	b.check(t, Cases(), 90*time.Second)
 	b.checkSinks(t, Cases(), 30*time.Second)
+	b.checkDashboards(t)
 	if os.Getenv("FLOWTEL_DEMO") == "" {
 		b.writeMap(t, t.TempDir())
 		return
