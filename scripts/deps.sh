@@ -16,6 +16,7 @@ declare -A want=(
   [flock]=util-linux
   [protoc]=protobuf-compiler
   [dot]=graphviz
+  [prometheus]=prometheus
 )
 
 # kubectl (the deploy tests apply manifests with it) is not a Debian 12 package;

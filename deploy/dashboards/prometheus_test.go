@@ -4,7 +4,13 @@ package dashboards_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,9 +34,10 @@ import (
 // configuration (plaintext OTLP on loopback, no Kubernetes index, ClickHouse
 // as the sink, as the testbed runs it), sends it demodata's records as both
 // Nodes' halves, and returns the metrics of its telemetry endpoint with their
-// label names. A second exporter to a closed port, without retries or queue,
-// fails every send, so the failure counters exist too.
-func scrapeGateway(t *testing.T) exposed {
+// label names, and that endpoint's host:port. A second exporter to a closed
+// port, without retries or queue, fails every send, so the failure counters
+// exist too.
+func scrapeGateway(t *testing.T) (exposed, string) {
 	t.Helper()
 	bin, err := collector.Binary("../..", "flowtel-gateway")
 	require.NoError(t, err)
@@ -95,7 +102,7 @@ service:
 		}
 		return out["otelcol_exporter_clickhouse_flows_rows_written"] != nil && out["otelcol_exporter_send_failed_log_records"] != nil
 	}, 30*time.Second, 200*time.Millisecond, "the gateway's telemetry never showed rows written and a failed send")
-	return out
+	return out, fmt.Sprintf("127.0.0.1:%d", metricsPort)
 }
 
 // TestPipelineNamesAreScraped: the stock collector metrics of the Prometheus
@@ -104,7 +111,7 @@ service:
 // documentation.md says (the rule documentedMetrics applies to the node
 // collectors' metrics too).
 func TestPipelineNamesAreScraped(t *testing.T) {
-	scraped := scrapeGateway(t)
+	scraped, target := scrapeGateway(t)
 	documented := documentedMetrics(t)
 	var checked int
 	for name := range scraped {
@@ -131,6 +138,76 @@ func TestPipelineNamesAreScraped(t *testing.T) {
 					assert.True(t, labels[l], "%s: %s has no label %q (has %v)", id, m, l, labels)
 				}
 			}
+		}
+	}
+	t.Run("on Prometheus", func(t *testing.T) { evaluateOnPrometheus(t, target, scraped) })
+}
+
+// evaluateOnPrometheus runs a real Prometheus scraping the gateway at target
+// and evaluates every expression of the Prometheus dashboard, with Grafana's
+// $job (All) and $__rate_interval filled in: each must parse and evaluate, and
+// one whose metrics the gateway exposes must return series.
+func evaluateOnPrometheus(t *testing.T, target string, scraped exposed) {
+	bin, err := exec.LookPath("prometheus")
+	require.NoError(t, err, "prometheus is not installed (scripts/deps.sh installs the Debian package)")
+	port, err := collector.FreePort()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: flowtel-gateway
+    static_configs: [{targets: ["%s"]}]
+`, target)), 0o644))
+	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
+	logf, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	require.NoError(t, err)
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	api := fmt.Sprintf("http://127.0.0.1:%d/api/v1/query", port)
+	query := func(expr string) (int, error) {
+		resp, err := http.PostForm(api, url.Values{"query": {expr}})
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		var r struct {
+			Status string `json:"status"`
+			Error  string `json:"error"`
+			Data   struct {
+				Result []json.RawMessage `json:"result"`
+			} `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			return 0, err
+		}
+		if r.Status != "success" {
+			return 0, fmt.Errorf("%s", r.Error)
+		}
+		return len(r.Data.Result), nil
+	}
+	// Enough scrapes for a rate over the 1m window.
+	require.Eventually(t, func() bool {
+		n, err := query(`count_over_time(otelcol_process_uptime[1m]) >= 3`)
+		return err == nil && n > 0
+	}, 60*time.Second, 250*time.Millisecond, "Prometheus did not scrape the gateway")
+	grafana := strings.NewReplacer(`"$job"`, `".*"`, "$__rate_interval", "1m")
+	for id, expr := range promTargets(t) {
+		n, err := query(grafana.Replace(expr))
+		if !assert.NoError(t, err, "%s: %s", id, expr) {
+			continue
+		}
+		metrics, _ := promSelectors(t, expr)
+		all := true
+		for _, m := range metrics {
+			all = all && scraped[m] != nil
+		}
+		if all {
+			assert.Positive(t, n, "%s: %s returns no series although the gateway exposes its metrics", id, expr)
 		}
 	}
 }
