@@ -196,7 +196,10 @@ scrape_configs:
 		return err == nil && n > 0
 	}, 60*time.Second, 250*time.Millisecond, "Prometheus did not scrape the gateway")
 	grafana := strings.NewReplacer(`"$job"`, `".*"`, "$__rate_interval", "1m")
+	var evaluated, withSeries int
+	defer func() { t.Logf("%d expressions evaluated, %d of them on the gateway's metrics with series", evaluated, withSeries) }()
 	for id, expr := range promTargets(t) {
+		evaluated++
 		n, err := query(grafana.Replace(expr))
 		if !assert.NoError(t, err, "%s: %s", id, expr) {
 			continue
@@ -207,6 +210,7 @@ scrape_configs:
 			all = all && scraped[m] != nil
 		}
 		if all {
+			withSeries++
 			assert.Positive(t, n, "%s: %s returns no series although the gateway exposes its metrics", id, expr)
 		}
 	}
