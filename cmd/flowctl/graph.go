@@ -168,7 +168,7 @@ func (g *workloadGraph) writeDOT(w io.Writer, title string) error {
 			continue
 		}
 		fmt.Fprintf(bw, "  subgraph %s {\n", quote("cluster_"+ns))
-		fmt.Fprintf(bw, "    label=%s; style=rounded; color=\"#7f7f7f\";\n", quote(ns))
+		fmt.Fprintf(bw, "    label=%s; labeljust=l; style=rounded; color=\"#7f7f7f\";\n", quote(ns))
 		for _, v := range byNS[ns] {
 			writeVertex("    ", v)
 		}
