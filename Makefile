@@ -72,7 +72,7 @@ bench: ## Go benchmarks (report the numbers in the issue note); the testbed's lo
 check: lint build test ## Everything CI runs: lint, build the distributions, test
 
 .PHONY: demo
-demo: deps build peers ## A mini-cluster in network namespaces with flowtel deployed: prints the flows it records (root)
+demo: deps build peers ## A mini-cluster in network namespaces with flowtel deployed: prints the flows it records and draws their map into _build/demo (root)
 	FLOWTEL_DEMO=1 FLOWTEL_DEMO_HOLD=$(DEMO_HOLD) $(GO) test -tags $(TAGS) -count=1 -v -timeout 2h -run '^TestScenarios$$' ./testbed/e2e
 
 .PHONY: e2e

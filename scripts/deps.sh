@@ -15,6 +15,8 @@ declare -A want=(
   [curl]=curl
   [flock]=util-linux
   [protoc]=protobuf-compiler
+  [dot]=graphviz
+  [prometheus]=prometheus
 )
 
 # kubectl (the deploy tests apply manifests with it) is not a Debian 12 package;

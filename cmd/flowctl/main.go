@@ -5,6 +5,8 @@
 //	flowctl observe --cluster-wide --flow-type to-external -o jsonl
 //	flowctl records --srcip 10.10.0.5 --dstport 8080
 //	flowctl metrics --url http://127.0.0.1:8888/metrics
+//	flowctl map --cluster-wide -o map.svg
+//	flowctl map --clickhouse http://127.0.0.1:8123 -o map.svg
 package main
 
 import (
@@ -16,12 +18,13 @@ import (
 	"syscall"
 )
 
-const usage = `flowctl reads flowtel's flow stream with your Kubernetes credentials.
+const usage = `flowctl reads flowtel's flow stream with your Kubernetes credentials (map also ClickHouse).
 
 Commands:
   observe   stream flows: history, then live ones with -f
   records   print the flow records the gateway holds, filtered by 5-tuple
   metrics   print a collector's record counters (received, exported, dropped, pending)
+  map       draw who talks to whom (flow stream or ClickHouse) as Graphviz DOT, SVG or PNG
 
 Run "flowctl <command> -h" for its flags.
 `
@@ -46,6 +49,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = records(ctx, args[1:], stdout, stderr)
 	case "metrics":
 		err = metrics(ctx, args[1:], stdout, stderr)
+	case "map":
+		err = mapCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -76,10 +76,19 @@ func TestScenarios(t *testing.T) {
 	}
 	b.check(t, Cases(), 90*time.Second)
 	b.checkSinks(t, Cases(), 30*time.Second)
-	if os.Getenv("FLOWTEL_DEMO") != "" {
-		b.printFlows(t)
-		b.holdForQueries()
+	b.checkDashboards(t)
+	if os.Getenv("FLOWTEL_DEMO") == "" {
+		b.writeMap(t, t.TempDir())
+		return
 	}
+	b.printFlows(t)
+	dot, svg := b.writeMap(t, filepath.Join(repoRoot, "_build", "demo"))
+	fmt.Printf("\nMap of these flows (flowctl map): %s", dot)
+	if svg != "" {
+		fmt.Printf(", drawn: %s", svg)
+	}
+	fmt.Println()
+	b.holdForQueries()
 }
 
 // holdForQueries keeps the demo cluster up for FLOWTEL_DEMO_HOLD (e.g. 10m) so

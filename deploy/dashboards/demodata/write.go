@@ -1,0 +1,66 @@
+//go:build integration
+
+package demodata
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter"
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/testbed/chserver"
+)
+
+// Write writes recs into database.flows of srv through the clickhouse_flows
+// exporter (create_schema: true, as the demo's gateway runs it) and waits
+// until the table holds them.
+func Write(t testing.TB, srv *chserver.Server, database string, recs []*flowrecord.Record) {
+	t.Helper()
+	f := clickhouseflowsexporter.NewFactory()
+	cfg := f.CreateDefaultConfig().(*clickhouseflowsexporter.Config)
+	cfg.Endpoint = srv.Endpoint()
+	cfg.Database = database
+	exp, err := f.CreateLogs(context.Background(), exportertest.NewNopSettings(f.Type()), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := exp.Start(ctx, componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr(flowrecord.ResourceClusterUID, "demo-cluster")
+	lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
+	for _, r := range recs {
+		flowrecord.Encode(r, lrs.AppendEmpty())
+	}
+	if err := exp.ConsumeLogs(ctx, ld); err != nil {
+		t.Fatal(err)
+	}
+	// Shutdown drains the sending queue.
+	if err := exp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n uint64
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM %s.flows", database)).Scan(&n); err == nil && n == uint64(len(recs)) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s.flows holds %d rows, want %d", database, n, len(recs))
+}
