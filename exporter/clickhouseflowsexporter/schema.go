@@ -10,8 +10,8 @@ import (
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 )
 
-// createSchema creates the database, the flows table and Theia's views over
-// it, each only when missing. On a Distributed table (Theia's clustered
+// createSchema creates the database, the flows table and (with theia_views)
+// Theia's views over it, each only when missing. On a Distributed table (Theia's clustered
 // schema) it creates no views: Theia's own are there, each server's over its
 // local table.
 func (e *flowsExporter) createSchema(ctx context.Context) error {
@@ -27,6 +27,9 @@ func (e *flowsExporter) createSchema(ctx context.Context) error {
 	}
 	if err := e.conn.Exec(ctx, flowtable.CreateTable(e.cfg.Database, e.cfg.Table, ttl)); err != nil {
 		return fmt.Errorf("table: cannot create %s (%w); let the user create tables, or create it (DDL in the README) and set create_schema: false", e.table, err)
+	}
+	if !e.cfg.TheiaViews {
+		return nil
 	}
 	engine, err := e.engine(ctx, e.cfg.Database, e.cfg.Table)
 	if err != nil {

@@ -126,6 +126,14 @@ func TestTheiaViewsAsDocumented(t *testing.T) {
 	waitFor(t, 20*time.Second, "both records summed in flows_pod_view", func() bool {
 		return count(t, conn, "SELECT sum(octetDeltaCount) FROM views.flows_pod_view") == 400+320
 	})
+
+	// theia_views: false creates the table only.
+	cfg := testConfig(srv, "noviews")
+	cfg.TheiaViews = false
+	startExporter(t, cfg)
+	if n := count(t, conn, "SELECT count() FROM system.tables WHERE database = 'noviews'"); n != 1 {
+		t.Errorf("theia_views: false: %d tables, want only flows", n)
+	}
 }
 
 // A fresh Theia table is flowtel's table's prefix: altered as the start-up
