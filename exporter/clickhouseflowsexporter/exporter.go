@@ -155,6 +155,13 @@ func (e *flowsExporter) prepare(ctx context.Context) error {
 	if err := e.verifyTable(ctx); err != nil {
 		return err
 	}
+	if e.cfg.CreateSchema && e.cfg.TheiaViews {
+		// After the check, so that a table lacking a column the views read
+		// gets the check's error and statement.
+		if err := e.createViews(ctx); err != nil {
+			return err
+		}
+	}
 	e.ready = true
 	e.logger.Info("Writing flow records to ClickHouse",
 		zap.String("endpoint", e.cfg.Endpoint), zap.String("table", e.table), zap.Stringer("server_version", e.version))

@@ -4,33 +4,41 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 )
 
-// createSchema creates the database, the flows table and (with theia_views)
-// Theia's views over it, each only when missing. On a Distributed table (Theia's clustered
-// schema) it creates no views: Theia's own are there, each server's over its
-// local table.
+// createSchema creates the database and the flows table when missing.
 func (e *flowsExporter) createSchema(ctx context.Context) error {
 	if err := e.conn.Exec(ctx, flowtable.CreateDatabase(e.cfg.Database)); err != nil {
 		return fmt.Errorf("database: cannot create %s (%w); let the user create databases, or create it and set create_schema: false",
 			flowtable.Quote(e.cfg.Database), err)
 	}
-	ttl := e.cfg.TTL
-	if ttl > 0 && !e.version.SupportsTTL() {
+	if e.cfg.TTL > 0 && !e.version.SupportsTTL() {
 		e.logger.Warn("ttl is ignored: this ClickHouse server does not support table TTLs (they need 19.6 or newer)",
-			zap.Stringer("server_version", e.version), zap.Duration("ttl", ttl))
-		ttl = 0
+			zap.Stringer("server_version", e.version), zap.Duration("ttl", e.cfg.TTL))
 	}
-	if err := e.conn.Exec(ctx, flowtable.CreateTable(e.cfg.Database, e.cfg.Table, ttl)); err != nil {
+	if err := e.conn.Exec(ctx, flowtable.CreateTable(e.cfg.Database, e.cfg.Table, e.ttl())); err != nil {
 		return fmt.Errorf("table: cannot create %s (%w); let the user create tables, or create it (DDL in the README) and set create_schema: false", e.table, err)
 	}
-	if !e.cfg.TheiaViews {
-		return nil
+	return nil
+}
+
+// ttl is the configured TTL if the server supports table TTLs, else 0.
+func (e *flowsExporter) ttl() time.Duration {
+	if e.cfg.TTL > 0 && !e.version.SupportsTTL() {
+		return 0
 	}
+	return e.cfg.TTL
+}
+
+// createViews creates Theia's views over the flows table when missing. On a
+// Distributed table (Theia's clustered schema) it creates none: Theia's own
+// are there, each server's over its local table.
+func (e *flowsExporter) createViews(ctx context.Context) error {
 	engine, err := e.engine(ctx, e.cfg.Database, e.cfg.Table)
 	if err != nil {
 		return err
@@ -40,9 +48,9 @@ func (e *flowsExporter) createSchema(ctx context.Context) error {
 			zap.String("table", e.table))
 		return nil
 	}
-	for _, stmt := range flowtable.ViewStatements(e.cfg.Database, e.cfg.Table, ttl) {
+	for _, stmt := range flowtable.ViewStatements(e.cfg.Database, e.cfg.Table, e.ttl()) {
 		if err := e.conn.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("create_schema: cannot create Theia's views over %s (%w: %s); let the user create tables and views, or create them (docs/clickhouse.md) and set create_schema: false",
+			return fmt.Errorf("theia_views: cannot create Theia's views over %s (%w: %s); let the user create tables and views, or create them (docs/clickhouse.md) and set theia_views: false",
 				e.table, err, firstLine(stmt))
 		}
 	}
