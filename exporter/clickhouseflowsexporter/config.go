@@ -42,6 +42,11 @@ type Config struct {
 	Table    string `mapstructure:"table"`
 	// CreateSchema creates the database and the table when they are missing.
 	CreateSchema bool `mapstructure:"create_schema"`
+	// TheiaViews, with CreateSchema, also creates Theia's views over the
+	// table (flows_pod_view, flows_node_view, flows_policy_view and their
+	// tables), which Theia's dashboards read. They cost the server CPU on
+	// every insert: turn them off when nothing reads them.
+	TheiaViews bool `mapstructure:"theia_views"`
 	// TTL, when positive, is added to a table this exporter creates as
 	// `TTL timeInserted + INTERVAL <ttl> SECOND`, on servers that support it (19.6+).
 	TTL time.Duration `mapstructure:"ttl"`

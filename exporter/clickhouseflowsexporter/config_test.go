@@ -19,7 +19,7 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "", Want: configtest.Defaults(f, func(c *Config) { c.Endpoint = "tcp://clickhouse:9000" })},
 		{Name: "theia", Want: configtest.Defaults(f, func(c *Config) {
 			c.Endpoint, c.Username, c.Password = "tls://clickhouse.flow-visibility.svc:9440", "clickhouse_operator", "clickhouse_operator_password"
-			c.Database, c.Table, c.CreateSchema, c.TTL = "flowdb", "flows_local", false, 12*time.Hour
+			c.Database, c.Table, c.CreateSchema, c.TheiaViews, c.TTL = "flowdb", "flows_local", false, false, 12*time.Hour
 			c.ClusterUUID, c.Compression, c.DialTimeout = "5a2c1d3e-0000-4000-8000-000000000001", "zstd", 3*time.Second
 			c.TimeoutConfig.Timeout = 10 * time.Second
 			c.TLS.CAFile = "/etc/flowtel/clickhouse/ca.crt"

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -156,6 +155,13 @@ func (e *flowsExporter) prepare(ctx context.Context) error {
 	if err := e.verifyTable(ctx); err != nil {
 		return err
 	}
+	if e.cfg.CreateSchema && e.cfg.TheiaViews {
+		// After the check, so that a table lacking a column the views read
+		// gets the check's error and statement.
+		if err := e.createViews(ctx); err != nil {
+			return err
+		}
+	}
 	e.ready = true
 	e.logger.Info("Writing flow records to ClickHouse",
 		zap.String("endpoint", e.cfg.Endpoint), zap.String("table", e.table), zap.Stringer("server_version", e.version))
@@ -194,82 +200,6 @@ func (e *flowsExporter) connectError(err error) error {
 			e.cfg.Endpoint, err)
 	}
 	return &unreachableError{fmt.Errorf("endpoint: cannot reach ClickHouse at %s (%w); check that the server runs and listens there", e.cfg.Endpoint, err)}
-}
-
-func (e *flowsExporter) createSchema(ctx context.Context) error {
-	if err := e.conn.Exec(ctx, flowtable.CreateDatabase(e.cfg.Database)); err != nil {
-		return fmt.Errorf("database: cannot create %s (%w); let the user create databases, or create it and set create_schema: false",
-			flowtable.Quote(e.cfg.Database), err)
-	}
-	ttl := e.cfg.TTL
-	if ttl > 0 && !e.version.SupportsTTL() {
-		e.logger.Warn("ttl is ignored: this ClickHouse server does not support table TTLs (they need 19.6 or newer)",
-			zap.Stringer("server_version", e.version), zap.Duration("ttl", ttl))
-		ttl = 0
-	}
-	if err := e.conn.Exec(ctx, flowtable.CreateTable(e.cfg.Database, e.cfg.Table, ttl)); err != nil {
-		return fmt.Errorf("table: cannot create %s (%w); let the user create tables, or create it (DDL in the README) and set create_schema: false", e.table, err)
-	}
-	return nil
-}
-
-// verifyTable fails with a clear error when the database or table is missing
-// or lacks a column we write, instead of letting every insert fail later.
-func (e *flowsExporter) verifyTable(ctx context.Context) error {
-	// Names are validated identifiers, so they can be inlined as literals.
-	var n uint64
-	q := fmt.Sprintf("SELECT count() FROM system.databases WHERE name = '%s'", e.cfg.Database)
-	if err := e.conn.QueryRow(ctx, q).Scan(&n); err != nil {
-		return fmt.Errorf("database: cannot check that %s exists (%w); let the user read system.databases", flowtable.Quote(e.cfg.Database), err)
-	}
-	if n == 0 {
-		return fmt.Errorf("database: does not exist on %s (got %s); create it, or set create_schema: true",
-			e.cfg.Endpoint, flowtable.Quote(e.cfg.Database))
-	}
-	q = fmt.Sprintf("SELECT name, type FROM system.columns WHERE database = '%s' AND table = '%s'", e.cfg.Database, e.cfg.Table)
-	rows, err := e.conn.Query(ctx, q)
-	if err != nil {
-		return fmt.Errorf("table: cannot read the columns of %s (%w); let the user read system.columns", e.table, err)
-	}
-	defer rows.Close()
-	have := map[string]bool{}
-	types := map[string]string{}
-	for rows.Next() {
-		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
-			return fmt.Errorf("table: cannot read the columns of %s (%w); let the user read system.columns", e.table, err)
-		}
-		have[name], types[name] = true, typ
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("table: cannot read the columns of %s (%w); let the user read system.columns", e.table, err)
-	}
-	if len(have) == 0 {
-		return fmt.Errorf("table: does not exist on %s (got %s); create it (DDL in the README), or set create_schema: true",
-			e.cfg.Endpoint, e.table)
-	}
-	if missing := flowtable.Missing(have); len(missing) > 0 {
-		names := make([]string, len(missing))
-		for i, c := range missing {
-			names[i] = c.Name + " " + c.Type
-		}
-		return fmt.Errorf("table: %s lacks column(s) %s that this exporter writes; add them with: %s",
-			e.table, strings.Join(names, ", "), flowtable.AlterAddColumns(e.cfg.Database, e.cfg.Table, missing))
-	}
-	for _, c := range flowtable.Columns {
-		if t := types[c.Name]; !sameType(t, c.Type) {
-			e.logger.Warn("A column of the flows table has another type than the one this exporter creates; inserts work if the server can convert the values",
-				zap.String("table", e.table), zap.String("column", c.Name), zap.String("type", t), zap.String("expected", c.Type))
-		}
-	}
-	return nil
-}
-
-// sameType compares column types, accepting LowCardinality/DateTime-with-zone
-// variants that Theia's or a user's table may use.
-func sameType(have, want string) bool {
-	have = strings.TrimSuffix(strings.TrimPrefix(have, "LowCardinality("), ")")
-	return have == want || strings.HasPrefix(have, want+"(")
 }
 
 // pushLogs converts one batch of log records into rows and inserts them in one

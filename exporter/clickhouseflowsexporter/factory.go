@@ -57,6 +57,7 @@ func createDefaultConfig() component.Config {
 		Database:      "default",
 		Table:         "flows",
 		CreateSchema:  true,
+		TheiaViews:    true,
 		Compression:   "lz4",
 		DialTimeout:   10 * time.Second,
 		TLS:           configtls.NewDefaultClientConfig(),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
+	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/testbed/chserver"
 )
@@ -31,6 +32,14 @@ var queryResults = map[string][]string{
 	"throughput_over_time.sql": {"MINUTE 14674.666666666666"},
 	"node_to_pod.sql":          {"node-a monitoring exporter-x 9100 1 6700"},
 	"unpaired_records.sql":     {"2 node-a node-b 1"},
+	// Theia's views, filled by the same inserts. The Node → Pod record shows
+	// as "/:41003" (Theia knows no Node endpoints); kube-system is left out.
+	"theia_sankey_pod_to_pod.sql": {"/:41003 monitoring/exporter-x:9100 700", "shop/web-7d9f-abcde:41001 shop/api-0:8080 400"},
+	// 320 and 400 bytes * 8 / 60 s; the throughput columns of the two aggregated records.
+	"theia_pod_throughput.sql":    {"MINUTE dns-clients/client-1 42.666666666666664 134", "MINUTE shop/web-7d9f-abcde 53.333333333333336 320"},
+	"theia_policy_allow_deny.sql": {"shop/allow-web allow 1900", "deny-bad deny 91000"},
+	// node-a → node-b: the paired (320/640) and the unpaired (700/6000) record.
+	"theia_node_to_node.sql": {"node-a node-b 1020 6640", "node-a node-a 400 1500"},
 }
 
 // TestQueries runs every documented query against the table, checks its
@@ -52,6 +61,11 @@ func TestQueries(t *testing.T) {
 	}
 	conn := client(t, srv)
 	waitFor(t, 20*time.Second, "5 rows", func() bool { return count(t, conn, "SELECT count() FROM queries.flows") == 5 })
+	// The server writes the views after the table, within the same INSERT.
+	for _, v := range flowtable.Views {
+		q := "SELECT sum(octetDeltaCount) FROM queries." + v.Name
+		waitFor(t, 20*time.Second, q, func() bool { return count(t, conn, q) == 400+320+700+500+1000 })
+	}
 
 	// Users run the queries with the flows table's database as default database.
 	qconn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.Addr()}, Auth: clickhouse.Auth{Database: "queries"}})

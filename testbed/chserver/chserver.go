@@ -44,6 +44,10 @@ type Server struct {
 type Options struct {
 	// CertFile and KeyFile, when set, enable the secure native port (TLSPort).
 	CertFile, KeyFile string
+	// Cluster, when set, configures a one-shard, one-replica cluster of that
+	// name (this server) in remote_servers and the macro {cluster} naming it,
+	// for Distributed tables such as Theia's.
+	Cluster string
 }
 
 // Binary returns the clickhouse-server executable, or "" when it is not installed.
@@ -178,13 +182,18 @@ func (s *Server) logTail() string {
 }
 
 func (s *Server) writeConfig(o Options) {
-	tlsPart := ""
+	extra := ""
 	if o.CertFile != "" {
-		tlsPart = fmt.Sprintf(`<tcp_port_secure>%d</tcp_port_secure>
+		extra = fmt.Sprintf(`<tcp_port_secure>%d</tcp_port_secure>
   <openSSL><server><certificateFile>%s</certificateFile><privateKeyFile>%s</privateKeyFile>
     <verificationMode>none</verificationMode><loadDefaultCAFile>false</loadDefaultCAFile>
     <cacheSessions>true</cacheSessions><disableProtocols>sslv2,sslv3</disableProtocols>
     <preferServerCiphers>true</preferServerCiphers></server></openSSL>`, s.TLSPort, o.CertFile, o.KeyFile)
+	}
+	if o.Cluster != "" {
+		extra += fmt.Sprintf(`
+  <remote_servers><%[1]s><shard><replica><host>127.0.0.1</host><port>%[2]d</port></replica></shard></%[1]s></remote_servers>
+  <macros><cluster>%[1]s</cluster></macros>`, o.Cluster, s.TCPPort)
 	}
 	config := fmt.Sprintf(`<?xml version="1.0"?>
 <yandex>
@@ -201,7 +210,7 @@ func (s *Server) writeConfig(o Options) {
   <default_profile>default</default_profile><default_database>default</default_database>
   <timezone>UTC</timezone><mlock_executable>false</mlock_executable>
 </yandex>
-`, s.Dir, s.HTTPPort, s.TCPPort, tlsPart)
+`, s.Dir, s.HTTPPort, s.TCPPort, extra)
 	users := fmt.Sprintf(`<?xml version="1.0"?>
 <yandex>
   <profiles><default><max_memory_usage>4000000000</max_memory_usage><load_balancing>random</load_balancing></default></profiles>

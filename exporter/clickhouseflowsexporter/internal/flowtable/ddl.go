@@ -32,26 +32,38 @@ func CreateDatabase(database string) string {
 }
 
 // CreateTable is the statement that creates the flows table if it is missing:
-// Antrea's layout (timeInserted first, trusted after clusterUUID) with only
-// types every version from 18.16 on accepts (DateTime, UInt*, String), plus
-// flowtel's columns appended. ttl > 0 adds a TTL on timeInserted; callers pass
-// it only when Version.SupportsTTL.
+// the layout of a table Theia creates (timeInserted first, trusted after
+// egressIP), then egressNodeName (which Theia's table lacks), then flowtel's
+// columns, with only types every version from 18.16 on accepts (DateTime,
+// UInt*, String). A Theia table altered by AlterAddColumns (which appends)
+// has the same order, so SELECT * and positional INSERT … SELECT * work
+// between them. ttl > 0 adds a TTL on timeInserted; callers pass it only
+// when Version.SupportsTTL.
 func CreateTable(database, table string, ttl time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n", QualifiedName(database, table))
 	b.WriteString("    timeInserted DateTime DEFAULT now()")
 	for _, c := range Columns {
 		fmt.Fprintf(&b, ",\n    %s %s", c.Name, c.Type)
-		if c.Name == "clusterUUID" {
+		if c.Name == TrustedAfter {
 			b.WriteString(",\n    trusted UInt8 DEFAULT 0")
 		}
 	}
 	b.WriteString("\n) ENGINE = MergeTree()\nPARTITION BY toYYYYMMDD(timeInserted)\nORDER BY (timeInserted, flowEndSeconds)")
-	if ttl > 0 {
-		fmt.Fprintf(&b, "\nTTL timeInserted + INTERVAL %d SECOND", int64(ttl/time.Second))
-	}
+	writeTTL(&b, ttl)
 	b.WriteString("\nSETTINGS index_granularity = 8192")
 	return b.String()
+}
+
+// TrustedAfter is the column that Theia's never-written trusted column
+// follows in a table Theia creates.
+const TrustedAfter = "egressIP"
+
+// writeTTL adds the TTL clause on timeInserted when ttl > 0.
+func writeTTL(b *strings.Builder, ttl time.Duration) {
+	if ttl > 0 {
+		fmt.Fprintf(b, "\nTTL timeInserted + INTERVAL %d SECOND", int64(ttl/time.Second))
+	}
 }
 
 // InsertStatement is the INSERT with the explicit column list that
@@ -78,9 +90,14 @@ func Missing(have map[string]bool) []Column {
 
 // AlterAddColumns is the statement that adds missing columns to an existing table.
 func AlterAddColumns(database, table string, missing []Column) string {
+	return alterAdd(QualifiedName(database, table), missing)
+}
+
+// alterAdd appends the missing columns to target (a table, with ON CLUSTER).
+func alterAdd(target string, missing []Column) string {
 	parts := make([]string, len(missing))
 	for i, c := range missing {
 		parts[i] = fmt.Sprintf("ADD COLUMN %s %s", c.Name, c.Type)
 	}
-	return fmt.Sprintf("ALTER TABLE %s %s", QualifiedName(database, table), strings.Join(parts, ", "))
+	return fmt.Sprintf("ALTER TABLE %s %s", target, strings.Join(parts, ", "))
 }

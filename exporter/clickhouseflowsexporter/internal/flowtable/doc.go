@@ -24,7 +24,7 @@ func Markdown() string {
 			field = "`" + c.attr + "`"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Name, c.Type, field, strings.TrimSpace(c.doc+" "+c.kind.note(c)))
-		if c.Name == "clusterUUID" {
+		if c.Name == TrustedAfter {
 			b.WriteString("| trusted | UInt8 DEFAULT 0 | – | never written |\n")
 		}
 	}
