@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/mdlayher/netlink"
 	"github.com/ti-mo/netfilter"
@@ -96,12 +97,21 @@ func (n *NFLOG) configure(a netfilter.Attribute) error {
 		return err
 	}
 	if _, err := n.conn.Query(msg); err != nil {
-		if errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("denied.nflog_group: another process already listens on NFLOG group %d in this namespace: %w (got %d); stop the other listener (ulogd, another collector), or log the CNI's dropped packets to a group of their own", n.group, err, n.group)
+		// The kernel answers EPERM when another socket holds the group (and
+		// when the caller lacks CAP_NET_ADMIN, which conntrack needed too).
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("denied.nflog_group: cannot bind NFLOG group %d in %s: %w (got %d); another process (ulogd, another collector) already listens on that group there, or the collector lacks CAP_NET_ADMIN: stop the other listener, or log the CNI's dropped packets to a group of their own", n.group, n.where(), err, n.group)
 		}
 		return netlinkError(n.ns, fmt.Sprintf("cannot subscribe to NFLOG group %d", n.group), err, fixNFLOG)
 	}
 	return nil
+}
+
+func (n *NFLOG) where() string {
+	if n.ns.Path() == "" {
+		return "the collector's own namespace"
+	}
+	return strconv.Quote(n.ns.Path())
 }
 
 // Receive reads one batch of logged packets and hands each to fn. It returns
