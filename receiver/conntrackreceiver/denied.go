@@ -30,6 +30,8 @@ type denied struct {
 	store *deny.Store
 	// sock is the subscription until runNFLOG takes it over.
 	sock *ctsource.NFLOG
+	// withCT: the kernel sends each packet's conntrack entry.
+	withCT bool
 
 	// Reader state (runNFLOG's goroutine only).
 	lastSeq uint32
@@ -56,7 +58,11 @@ func (r *conntrackReceiver) openDenied() error {
 	if err != nil {
 		return err
 	}
-	r.denied = &denied{cfg: cfg, sock: sock, store: deny.New(deny.Config{
+	if !sock.Conntrack() {
+		r.logger.Warn("NFLOG packets come without their conntrack entry (the kernel lacks CONFIG_NETFILTER_NETLINK_GLUE_CT): denied records carry the dropped packet's destination as original destination, and no zone, mark or labels",
+			zap.Uint16("nflog_group", cfg.NFLOGGroup))
+	}
+	r.denied = &denied{cfg: cfg, sock: sock, withCT: sock.Conntrack(), store: deny.New(deny.Config{
 		IdleTimeout: cfg.IdleTimeout, ActiveTimeout: cfg.ActiveTimeout,
 		MaxRecords: cfg.MaxRecords, MaxRate: cfg.MaxRate,
 	})}
@@ -139,7 +145,11 @@ func (d *denied) account(p *ctsource.LoggedPacket) {
 		}
 		d.lastSeq, d.haveSeq = p.Seq, true
 	}
-	d.counts[d.store.Add(p.Payload, p.Prefix, time.Now())]++
+	var ct *deny.Conntrack
+	if p.HasCT {
+		ct = &p.CT
+	}
+	d.counts[d.store.Add(p.Payload, p.Prefix, ct, time.Now())]++
 }
 
 func (d *denied) flushCounts(ctx context.Context, r *conntrackReceiver) {
@@ -202,20 +212,21 @@ func (r *conntrackReceiver) sendDenied(ctx context.Context, xs []deny.Export, no
 // direction, reverse counters 0, no TCP state, end reason end of flow, and
 // the rule's action on the policy of its direction (which policy isolated
 // the Pod is for policy evaluation to name). The destination is the one the
-// dropped packet carried (post-DNAT where the rule ran after DNAT); with no
-// translation known, it is also the original destination.
+// dropped packet carried (post-DNAT where the rule ran after DNAT), the
+// original destination, zone, mark and labels its conntrack entry's.
 func toDeniedRecord(x *deny.Export, node string, now time.Time, rec *flowrecord.Record) {
 	*rec = flowrecord.Record{
 		Start: x.Start, End: x.Last, Observed: now,
 		Protocol:                   x.Proto,
 		Source:                     flowrecord.Endpoint{Address: x.Src, Port: x.SrcPort},
 		Destination:                flowrecord.Endpoint{Address: x.Dst, Port: x.DstPort},
-		OriginalDestinationAddress: x.Dst,
-		OriginalDestinationPort:    x.DstPort,
+		OriginalDestinationAddress: x.OrigDst,
+		OriginalDestinationPort:    x.OrigDstPort,
 		Stats: flowrecord.Counters{PacketTotal: x.Packets, OctetTotal: x.Bytes,
 			PacketDelta: x.PacketDelta, OctetDelta: x.OctetDelta},
 		EndReason: flowrecord.EndReasonEndOfFlow,
 		ICMP:      flowrecord.ICMP{Type: x.ICMPType, Code: x.ICMPCode, ID: x.ICMPID},
+		Conntrack: flowrecord.Conntrack{Zone: x.Zone, Mark: x.Mark, Labels: x.Labels},
 		Reporter:  flowrecord.Reporter{NodeName: node},
 	}
 	p := flowrecord.Policy{RuleAction: x.Action}

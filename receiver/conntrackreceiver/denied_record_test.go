@@ -29,8 +29,10 @@ func TestDeniedRecord(t *testing.T) {
 	} {
 		x := deny.Export{
 			Conn: deny.Conn{
-				Key:     deny.Key{Src: netip.MustParseAddr("10.0.1.5"), Dst: netip.MustParseAddr("10.0.2.7"), SrcPort: 40000, DstPort: 8080, Proto: 6},
-				Verdict: tt.verdict, Start: t0, Last: t0.Add(3 * time.Second), Packets: 3, Bytes: 180,
+				Key:       deny.Key{Src: netip.MustParseAddr("10.0.1.5"), Dst: netip.MustParseAddr("10.0.2.7"), SrcPort: 40000, DstPort: 8080, Proto: 6},
+				Verdict:   tt.verdict,
+				Conntrack: deny.Conntrack{OrigDst: netip.MustParseAddr("10.96.0.10"), OrigDstPort: 80, Zone: 7, Mark: 0x10},
+				Start:     t0, Last: t0.Add(3 * time.Second), Packets: 3, Bytes: 180,
 			},
 			PacketDelta: 3, OctetDelta: 180,
 		}
@@ -44,7 +46,8 @@ func TestDeniedRecord(t *testing.T) {
 			Start: t0, End: t0.Add(3 * time.Second), Observed: now, Protocol: 6,
 			Source:                     flowrecord.Endpoint{Address: x.Src, Port: 40000},
 			Destination:                flowrecord.Endpoint{Address: x.Dst, Port: 8080},
-			OriginalDestinationAddress: x.Dst, OriginalDestinationPort: 8080,
+			OriginalDestinationAddress: netip.MustParseAddr("10.96.0.10"), OriginalDestinationPort: 80,
+			Conntrack:     flowrecord.Conntrack{Zone: 7, Mark: 0x10},
 			Stats:         flowrecord.Counters{PacketTotal: 3, OctetTotal: 180, PacketDelta: 3, OctetDelta: 180},
 			EndReason:     flowrecord.EndReasonEndOfFlow,
 			IngressPolicy: tt.ingress, EgressPolicy: tt.egress,

@@ -246,3 +246,43 @@ func TestDeniedGroupTaken(t *testing.T) {
 		t.Fatalf("want the group-taken error, got %v", err)
 	}
 }
+
+// TestDeniedAfterDNAT: a connection to a ClusterIP that kube-proxy's DNAT
+// sends to a port the policy denies. The record carries the translated
+// destination the dropped packet had and, from the packet's conntrack entry,
+// the ClusterIP as original destination (so k8s_flow can name the Service),
+// where the kernel sends the entry (the decoding itself is tested in
+// ctsource without one).
+func TestDeniedAfterDNAT(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := newLab(t)
+			l.kubeProxy() // ClusterIP:80/tcp → server:8080
+			ipt := iptablesFor(f)
+			l.denyRule(ipt, "tcp", "8080", 36, "drop ingress", "DROP", "deny-svc")
+			h := startReceiver(t, deniedConfig(l, DeniedConfig{NFLOGGroup: 36, IdleTimeout: time.Second, ActiveTimeout: time.Minute}))
+			l.do(l.cli, func() error {
+				c, err := net.DialTimeout("tcp", hostPort(f.clusterIP, "80"), 1500*time.Millisecond)
+				if err == nil {
+					c.Close()
+					return errors.New("connected through a DROP rule")
+				}
+				return nil
+			})
+			match := func(r *flowrecord.Record) bool { return isDenied(r) && r.Destination.Port == 8080 }
+			rs := h.waitFor("the denied connection to the ClusterIP", match, func(rs []flowrecord.Record) bool { return len(rs) > 0 })
+			r := rs[0]
+			// Without the kernel's conntrack glue (CONFIG_NETFILTER_NETLINK_GLUE_CT)
+			// the packet's destination is all there is.
+			origDst, origPort := f.clusterIP, uint16(80)
+			if !h.rcv.(*conntrackReceiver).denied.withCT {
+				t.Log("kernel without CONFIG_NETFILTER_NETLINK_GLUE_CT: no original destination to read")
+				origDst, origPort = f.srv, 8080
+			}
+			if len(rs) != 1 || r.Destination.Address.String() != f.srv || r.OriginalDestinationAddress.String() != origDst ||
+				r.OriginalDestinationPort != origPort || r.IngressPolicy.RuleAction != flowrecord.RuleActionDrop {
+				t.Fatalf("want one ingress drop to %s:8080 with original destination %s:%d:\n%s", f.srv, origDst, origPort, describe(rs))
+			}
+		})
+	}
+}

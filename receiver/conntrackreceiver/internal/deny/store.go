@@ -1,6 +1,7 @@
 package deny
 
 import (
+	"net/netip"
 	"sync"
 	"time"
 
@@ -87,10 +88,26 @@ type Config struct {
 	MaxRate int
 }
 
+// Conntrack is what the logged packet's conntrack entry (not confirmed: the
+// packet was dropped) said, when the kernel sent it.
+type Conntrack struct {
+	// OrigDst/OrigDstPort are the pre-DNAT destination (a ClusterIP when
+	// the packet was DNATed before the rule dropped it).
+	OrigDst     netip.Addr
+	OrigDstPort uint16
+	Zone        uint16
+	Mark        uint32
+	// Labels is ct_label, big-endian.
+	Labels [16]byte
+}
+
 // Conn is one denied connection.
 type Conn struct {
 	Key
 	Verdict
+	// Conntrack is from the connection's first packet; OrigDst is the
+	// packet's destination when the kernel sent no conntrack entry.
+	Conntrack
 	// Start is the first packet's arrival, Last the latest's.
 	Start, Last time.Time
 	// Packets and Bytes are the totals since Start.
@@ -123,8 +140,9 @@ func New(cfg Config) *Store {
 	return &Store{cfg: cfg, conns: make(map[Key]*Conn), tokens: float64(cfg.MaxRate)}
 }
 
-// Add accounts one logged packet that arrived at now.
-func (s *Store) Add(payload, prefix []byte, now time.Time) Outcome {
+// Add accounts one logged packet that arrived at now; ct is its conntrack
+// entry (nil: none).
+func (s *Store) Add(payload, prefix []byte, ct *Conntrack, now time.Time) Outcome {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.take(now) {
@@ -140,6 +158,12 @@ func (s *Store) Add(payload, prefix []byte, now time.Time) Outcome {
 			return MaxRecords
 		}
 		c = &Conn{Key: k, Verdict: ParsePrefix(prefix), Start: now, lastExport: now}
+		if ct != nil {
+			c.Conntrack = *ct
+		}
+		if !c.OrigDst.IsValid() {
+			c.OrigDst, c.OrigDstPort = k.Dst, k.DstPort
+		}
 		s.conns[k] = c
 	}
 	c.Last = now

@@ -98,9 +98,9 @@ func TestStoreOneRecordPerTupleAfterIdle(t *testing.T) {
 	syn := ipv4("10.0.0.1", "10.0.0.2", 6, 60, ports(40000, 8080)...)
 	other := ipv4("10.0.0.1", "10.0.0.2", 6, 60, ports(40001, 8080)...)
 	for i, at := range []time.Duration{0, time.Second, 3 * time.Second} { // SYN retransmissions
-		require.Equal(t, Accounted, s.Add(syn, []byte("drop ingress"), t0.Add(at)), "packet %d", i)
+		require.Equal(t, Accounted, s.Add(syn, []byte("drop ingress"), nil, t0.Add(at)), "packet %d", i)
 	}
-	require.Equal(t, Accounted, s.Add(other, []byte("reject egress"), t0.Add(time.Second)))
+	require.Equal(t, Accounted, s.Add(other, []byte("reject egress"), nil, t0.Add(time.Second)))
 	require.Empty(t, s.Expired(t0.Add(5*time.Second), nil), "not idle yet")
 	xs := s.Expired(t0.Add(6*time.Second), nil)
 	require.Len(t, xs, 1, "the second tuple went idle first")
@@ -115,11 +115,29 @@ func TestStoreOneRecordPerTupleAfterIdle(t *testing.T) {
 	require.Equal(t, t0.Add(3*time.Second), x.Last)
 	require.Zero(t, s.Len(), "idle connections are forgotten")
 	// A packet after the idle export starts a new connection.
-	s.Add(syn, nil, t0.Add(20*time.Second))
+	s.Add(syn, nil, nil, t0.Add(20*time.Second))
 	xs = s.Flush(t0.Add(21*time.Second), nil)
 	require.Len(t, xs, 1)
 	require.Equal(t, []uint64{1, 60}, []uint64{xs[0].Packets, xs[0].Bytes})
 	require.Equal(t, t0.Add(20*time.Second), xs[0].Start)
+}
+
+func TestStoreConntrack(t *testing.T) {
+	s := New(Config{IdleTimeout: time.Second, ActiveTimeout: time.Minute})
+	t0 := time.Unix(1000, 0)
+	ct := &Conntrack{OrigDst: netip.MustParseAddr("10.96.0.10"), OrigDstPort: 80, Zone: 3, Mark: 0x20, Labels: [16]byte{15: 1}}
+	s.Add(ipv4("10.0.0.1", "10.0.0.2", 6, 60, ports(40000, 8080)...), nil, ct, t0)
+	s.Add(ipv4("10.0.0.1", "10.0.0.2", 6, 60, ports(40000, 8080)...), nil, nil, t0) // a later packet changes nothing
+	s.Add(ipv4("10.0.0.1", "10.0.0.2", 6, 60, ports(40001, 8080)...), nil, nil, t0)
+	xs := s.Flush(t0, nil)
+	require.Len(t, xs, 2)
+	for _, x := range xs {
+		want := *ct
+		if x.SrcPort == 40001 {
+			want = Conntrack{OrigDst: netip.MustParseAddr("10.0.0.2"), OrigDstPort: 8080}
+		}
+		require.Equal(t, want, x.Conntrack, "source port %d", x.SrcPort)
+	}
 }
 
 func TestStoreActiveTimeoutDeltas(t *testing.T) {
@@ -129,7 +147,7 @@ func TestStoreActiveTimeoutDeltas(t *testing.T) {
 	var got []Export
 	for i := 0; i <= 25; i++ { // a packet a second for 25 s: never idle
 		at := t0.Add(time.Duration(i) * time.Second)
-		s.Add(p, nil, at)
+		s.Add(p, nil, nil, at)
 		got = s.Expired(at, got)
 	}
 	got = s.Expired(t0.Add(31*time.Second), got) // idle
@@ -149,19 +167,19 @@ func TestStoreBounds(t *testing.T) {
 	pkt := func(port uint16) []byte { return ipv4("10.0.0.1", "10.0.0.2", 6, 60, ports(port, 80)...) }
 
 	s := New(Config{IdleTimeout: time.Second, ActiveTimeout: time.Minute, MaxRecords: 2})
-	require.Equal(t, Accounted, s.Add(pkt(1), nil, t0))
-	require.Equal(t, Accounted, s.Add(pkt(2), nil, t0))
-	require.Equal(t, MaxRecords, s.Add(pkt(3), nil, t0), "a third tuple")
-	require.Equal(t, Accounted, s.Add(pkt(1), nil, t0), "a held tuple still accumulates")
-	require.Equal(t, Undecodable, s.Add([]byte{0x10}, nil, t0))
+	require.Equal(t, Accounted, s.Add(pkt(1), nil, nil, t0))
+	require.Equal(t, Accounted, s.Add(pkt(2), nil, nil, t0))
+	require.Equal(t, MaxRecords, s.Add(pkt(3), nil, nil, t0), "a third tuple")
+	require.Equal(t, Accounted, s.Add(pkt(1), nil, nil, t0), "a held tuple still accumulates")
+	require.Equal(t, Undecodable, s.Add([]byte{0x10}, nil, nil, t0))
 
 	r := New(Config{IdleTimeout: time.Second, ActiveTimeout: time.Minute, MaxRate: 10})
 	var limited int
 	for i := range 30 { // 30 packets within 0.29 s: the burst of 10 and ~2.9 refilled
-		if r.Add(pkt(uint16(i)), nil, t0.Add(time.Duration(i)*10*time.Millisecond)) == RateLimited {
+		if r.Add(pkt(uint16(i)), nil, nil, t0.Add(time.Duration(i)*10*time.Millisecond)) == RateLimited {
 			limited++
 		}
 	}
 	require.InDelta(t, 18, limited, 1)
-	require.Equal(t, Accounted, r.Add(pkt(1), nil, t0.Add(2*time.Second)), "refilled")
+	require.Equal(t, Accounted, r.Add(pkt(1), nil, nil, t0.Add(2*time.Second)), "refilled")
 }
