@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/deny"
 )
 
@@ -57,4 +58,23 @@ func TestDeniedRecord(t *testing.T) {
 		got.Key = ""
 		require.Equal(t, want, got, tt.name)
 	}
+}
+
+// TestDeniedLostPackets: gaps in the group's sequence numbers are packets the
+// kernel could not hand over (a full socket): counted lost, also across the
+// wrap of the 32-bit counter; a step back is no loss, and a fresh
+// subscription starts a new sequence.
+func TestDeniedLostPackets(t *testing.T) {
+	d := &denied{store: deny.New(deny.Config{IdleTimeout: time.Second, ActiveTimeout: time.Minute})}
+	pkt := []byte{0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2}
+	for _, seq := range []uint32{7, 8, 11, 12, 1<<32 - 1, 1} { // 9 and 10 lost; back to 2^32-1; 0 lost at the wrap
+		d.account(&ctsource.LoggedPacket{Payload: pkt, Seq: seq, HasSeq: true})
+	}
+	require.Equal(t, int64(3), d.counts[outcomeLost])
+	require.Equal(t, int64(6), d.counts[deny.Accounted])
+	d.haveSeq = false // as runNFLOG does after subscribing again
+	d.account(&ctsource.LoggedPacket{Payload: pkt, Seq: 0, HasSeq: true})
+	d.account(&ctsource.LoggedPacket{Payload: []byte{0x10}, Seq: 1, HasSeq: true})
+	require.Equal(t, int64(3), d.counts[outcomeLost])
+	require.Equal(t, int64(1), d.counts[deny.Undecodable])
 }

@@ -286,3 +286,28 @@ func TestDeniedAfterDNAT(t *testing.T) {
 		})
 	}
 }
+
+// TestDeniedShutdownFlush: denied connections not idle yet at shutdown are
+// exported by Shutdown.
+func TestDeniedShutdownFlush(t *testing.T) {
+	l := newLab(t)
+	l.denyRule("iptables", "udp", "9091", 37, "drop egress", "DROP", "deny-udp")
+	h := startReceiver(t, deniedConfig(l, DeniedConfig{NFLOGGroup: 37, IdleTimeout: time.Hour, ActiveTimeout: time.Hour}))
+	src := addrPort(t, l.sendUDP(hostPort(srvV4, "9091"), 3, 10))
+	deadline := time.Now().Add(10 * time.Second)
+	for h.counter("otelcol_receiver_conntrack_denied_packets", "accounted") < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("the 3 logged packets were not accounted")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	match := func(r *flowrecord.Record) bool { return isDenied(r) && r.Source.Port == src.Port() }
+	if rs := h.waitFor("nothing before shutdown", match, func([]flowrecord.Record) bool { return true }); len(rs) != 0 {
+		t.Fatalf("a record before its idle timeout:\n%s", describe(rs))
+	}
+	h.stop()
+	rs := h.waitFor("the flushed record", match, func(rs []flowrecord.Record) bool { return len(rs) > 0 })
+	if len(rs) != 1 || rs[0].Stats.PacketTotal != 3 || rs[0].EgressPolicy.RuleAction != flowrecord.RuleActionDrop {
+		t.Fatalf("want one egress drop of 3 packets at shutdown:\n%s", describe(rs))
+	}
+}
