@@ -311,3 +311,45 @@ func TestDeniedShutdownFlush(t *testing.T) {
 		t.Fatalf("want one egress drop of 3 packets at shutdown:\n%s", describe(rs))
 	}
 }
+
+// TestDeniedBurst: a burst of denied datagrams (200 source ports × 200,
+// sent as fast as the client can) through a real NFLOG rule, with neither
+// max_rate nor max_records set. Every packet the kernel's rule dropped is accounted or,
+// if the kernel could not hand it over, counted lost; the test logs the
+// rate reached.
+func TestDeniedBurst(t *testing.T) {
+	l := newLab(t)
+	l.denyRule("iptables", "udp", "9091", 38, "drop egress", "DROP", "deny-udp")
+	h := startReceiver(t, deniedConfig(l, DeniedConfig{NFLOGGroup: 38, IdleTimeout: time.Second, ActiveTimeout: time.Minute}))
+	const sockets, each = 200, 200
+	began := time.Now()
+	for range sockets {
+		l.sendUDP(hostPort(srvV4, "9091"), each, 10)
+	}
+	sent := time.Since(began)
+	dropped, _ := l.ruleCounters("iptables", "deny-udp", "DROP")
+	deadline := time.Now().Add(20 * time.Second)
+	var accounted, lost int64
+	for {
+		accounted, lost = h.counter("otelcol_receiver_conntrack_denied_packets", "accounted"), h.counter("otelcol_receiver_conntrack_denied_packets", "lost")
+		if accounted+lost >= int64(dropped) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%d packets dropped in %v (%.0f/s): %d accounted, %d lost, %d ENOBUFS",
+		dropped, sent.Round(time.Millisecond), float64(dropped)/sent.Seconds(), accounted, lost,
+		h.counter("otelcol_receiver_conntrack_netlink_errors", "enobufs"))
+	if dropped != sockets*each || accounted+lost != int64(dropped) {
+		t.Fatalf("%d dropped (want %d), %d accounted + %d lost: every dropped packet must be one or the other", dropped, sockets*each, accounted, lost)
+	}
+	match := func(r *flowrecord.Record) bool { return isDenied(r) && r.Destination.Port == 9091 }
+	h.waitFor("one record per source port", match, func(rs []flowrecord.Record) bool { return len(rs) >= sockets })
+	var pkts uint64
+	for _, r := range h.waitFor("one record per source port", match, func([]flowrecord.Record) bool { return true }) {
+		pkts += r.Stats.PacketDelta
+	}
+	if pkts != uint64(accounted) {
+		t.Fatalf("records carry %d packets, %d accounted", pkts, accounted)
+	}
+}
