@@ -39,9 +39,10 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "denied", Want: defaults(func(c *Config) {
 			c.Denied = configoptional.Some(DeniedConfig{NFLOGGroup: 100, IdleTimeout: 15 * time.Second, ActiveTimeout: time.Minute, MaxRecords: 10_000, MaxRate: 1000})
 		})},
+		// Keys left out keep their defaults (active_timeout); max_rate: 0 is no bound.
 		{Name: "denied_set", Want: defaults(func(c *Config) {
 			c.NetNS = "/var/run/netns/node-1"
-			c.Denied = configoptional.Some(DeniedConfig{NFLOGGroup: 7, IdleTimeout: 5 * time.Second, ActiveTimeout: 30 * time.Second, MaxRecords: 500})
+			c.Denied = configoptional.Some(DeniedConfig{NFLOGGroup: 7, IdleTimeout: 5 * time.Second, ActiveTimeout: time.Minute, MaxRecords: 500})
 		})},
 
 		{Name: "bad_protocol", Err: `protocols: not a protocol this receiver filters on (got "icmp"); list only tcp, udp or sctp, or leave protocols unset for all`},
