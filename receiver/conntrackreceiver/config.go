@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/profile"
@@ -56,6 +57,33 @@ type Config struct {
 	// NodeName is the k8s.node.name resource attribute and the reporter Node
 	// of every record. Default: the K8S_NODE_NAME environment variable.
 	NodeName string `mapstructure:"node_name"`
+	// Denied, when present, subscribes to an NFLOG group to which the CNI's
+	// netfilter rules log the packets they drop or reject, and reports them
+	// as denied connections (see the README's "Denied connections").
+	Denied configoptional.Optional[DeniedConfig] `mapstructure:"denied"`
+
+	_ struct{}
+}
+
+// DeniedConfig configures the denied-connection records.
+type DeniedConfig struct {
+	// NFLOGGroup is the NFLOG group the deny rules log to (iptables
+	// `-j NFLOG --nflog-group N`, nftables `log group N`). Default 100
+	// (kube-router's).
+	NFLOGGroup uint16 `mapstructure:"nflog_group"`
+	// IdleTimeout: a denied connection with no logged packet for this long
+	// is exported and forgotten (≥ 1s).
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// ActiveTimeout: a denied connection still logging packets is exported
+	// (its packets since the previous record) this often (≥ 1s).
+	ActiveTimeout time.Duration `mapstructure:"active_timeout"`
+	// MaxRecords bounds the denied connections held; packets of new
+	// 5-tuples over it are counted and not reported. 0: no bound.
+	MaxRecords int `mapstructure:"max_records"`
+	// MaxRate bounds the logged packets accounted per second (burst: one
+	// second's worth); packets over it are counted and not reported. 0: no
+	// bound.
+	MaxRate int `mapstructure:"max_rate"`
 
 	_ struct{}
 }
@@ -70,6 +98,13 @@ const (
 	// (~22 MB at most).
 	defaultMaxQueuedEvents = 100_000
 	minPollInterval        = time.Second
+
+	defaultNFLOGGroup          = 100
+	defaultDeniedIdleTimeout   = 15 * time.Second
+	defaultDeniedActiveTimeout = time.Minute
+	defaultDeniedMaxRecords    = 10_000
+	defaultDeniedMaxRate       = 1000
+	minDeniedTimeout           = time.Second
 	// nodeNameEnv is the variable a DaemonSet sets from spec.nodeName.
 	nodeNameEnv = "K8S_NODE_NAME"
 )
@@ -84,7 +119,37 @@ func createDefaultConfig() *Config {
 		MaxQueuedEvents: defaultMaxQueuedEvents,
 		MaxConnections:  defaultMaxConns,
 		NodeName:        os.Getenv(nodeNameEnv),
+		Denied:          configoptional.Default(defaultDeniedConfig()),
 	}
+}
+
+func defaultDeniedConfig() DeniedConfig {
+	return DeniedConfig{
+		NFLOGGroup:    defaultNFLOGGroup,
+		IdleTimeout:   defaultDeniedIdleTimeout,
+		ActiveTimeout: defaultDeniedActiveTimeout,
+		MaxRecords:    defaultDeniedMaxRecords,
+		MaxRate:       defaultDeniedMaxRate,
+	}
+}
+
+// check validates the denied section (not named Validate: Config.Validate
+// reports its errors once, under the denied key).
+func (d *DeniedConfig) check() []error {
+	var errs []error
+	if d.IdleTimeout < minDeniedTimeout {
+		errs = append(errs, fmt.Errorf("denied.idle_timeout: too short (got %v); set it to %v or more, e.g. %v", d.IdleTimeout, minDeniedTimeout, defaultDeniedIdleTimeout))
+	}
+	if d.ActiveTimeout < minDeniedTimeout {
+		errs = append(errs, fmt.Errorf("denied.active_timeout: too short (got %v); set it to %v or more, e.g. %v", d.ActiveTimeout, minDeniedTimeout, defaultDeniedActiveTimeout))
+	}
+	if d.MaxRecords < 0 {
+		errs = append(errs, fmt.Errorf("denied.max_records: must not be negative (got %d); set a bound such as %d, or 0 for no bound", d.MaxRecords, defaultDeniedMaxRecords))
+	}
+	if d.MaxRate < 0 {
+		errs = append(errs, fmt.Errorf("denied.max_rate: must not be negative (got %d); set packets per second such as %d, or 0 for no bound", d.MaxRate, defaultDeniedMaxRate))
+	}
+	return errs
 }
 
 // Validate checks the configuration; each error names the offending key, what
@@ -114,6 +179,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := profile.New(c.profileConfig(nil)); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Denied.HasValue() {
+		errs = append(errs, c.Denied.Get().check()...)
 	}
 	if c.NetNS != "" && !strings.HasPrefix(c.NetNS, "/") {
 		errs = append(errs, fmt.Errorf("netns: must be an absolute path (got %q); use a path such as /var/run/netns/<name> or /proc/<pid>/ns/net, or leave it empty for the collector's own namespace", c.NetNS))

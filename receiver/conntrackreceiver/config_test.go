@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/flowtel/flowtel/internal/configtest"
 )
@@ -14,7 +15,8 @@ func TestLoadConfig(t *testing.T) {
 	t.Setenv(nodeNameEnv, "from-env")
 	defaults := func(mut func(*Config)) *Config {
 		c := &Config{PollInterval: 5 * time.Second, ActiveTimeout: 5 * time.Second, IdleTimeout: 15 * time.Second,
-			Profile: "generic", Events: true, MaxQueuedEvents: 100_000, MaxConnections: 1_000_000, NodeName: "from-env"}
+			Profile: "generic", Events: true, MaxQueuedEvents: 100_000, MaxConnections: 1_000_000, NodeName: "from-env",
+			Denied: configoptional.Default(defaultDeniedConfig())}
 		mut(c)
 		return c
 	}
@@ -23,7 +25,8 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "", Want: defaults(func(*Config) {})},
 		{Name: "antrea", Want: &Config{PollInterval: 10 * time.Second, ActiveTimeout: 30 * time.Second, IdleTimeout: time.Minute,
 			Protocols: []string{"tcp", "udp"}, Profile: "antrea", NetNS: "/var/run/netns/node-1", Events: true,
-			MaxQueuedEvents: 100_000, MaxConnections: 50000, Storage: &storage, NodeName: "node-1"}},
+			MaxQueuedEvents: 100_000, MaxConnections: 50000, Storage: &storage, NodeName: "node-1",
+			Denied: configoptional.Default(defaultDeniedConfig())}},
 		// protocols: [] means none: empty, not nil (unset, all protocols).
 		{Name: "none", Want: defaults(func(c *Config) { c.Protocols = []string{} })},
 		{Name: "zones", Want: defaults(func(c *Config) { c.Zones, c.StaleTimeout = []uint16{0, 7}, time.Minute })},
@@ -32,6 +35,15 @@ func TestLoadConfig(t *testing.T) {
 		})},
 		// events: false needs no event queue.
 		{Name: "no_events", Want: defaults(func(c *Config) { c.Events, c.MaxQueuedEvents = false, 0 })},
+		// denied: present with no keys takes every default (group 100).
+		{Name: "denied", Want: defaults(func(c *Config) {
+			c.Denied = configoptional.Some(DeniedConfig{NFLOGGroup: 100, IdleTimeout: 15 * time.Second, ActiveTimeout: time.Minute, MaxRecords: 10_000, MaxRate: 1000})
+		})},
+		// Keys left out keep their defaults (active_timeout); max_rate: 0 is no bound.
+		{Name: "denied_set", Want: defaults(func(c *Config) {
+			c.NetNS = "/var/run/netns/node-1"
+			c.Denied = configoptional.Some(DeniedConfig{NFLOGGroup: 7, IdleTimeout: 5 * time.Second, ActiveTimeout: time.Minute, MaxRecords: 500})
+		})},
 
 		{Name: "bad_protocol", Err: `protocols: not a protocol this receiver filters on (got "icmp"); list only tcp, udp or sctp, or leave protocols unset for all`},
 		{Name: "bad_profile", Err: `profile: unknown (got "calico"); set generic (zone 0, any CNI) or antrea`},
@@ -42,6 +54,10 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "antrea_zone0", Err: "zones: the antrea profile reads zone 0 for correlation on its own (got [0 65520]); list only the CNI zones, or leave zones unset for 65520 and 65510"},
 		{Name: "bad_netns", Err: `netns: must be an absolute path (got "var/run/netns/x"); use a path such as /var/run/netns/<name> or /proc/<pid>/ns/net, or leave it empty for the collector's own namespace`},
 		{Name: "bad_max", Err: "max_connections: must not be negative (got -1); set a bound such as 1000000, or 0 for no bound"},
+		{Name: "bad_denied", Err: "denied.idle_timeout: too short (got 500ms); set it to 1s or more, e.g. 15s\n" +
+			"denied.active_timeout: too short (got 0s); set it to 1s or more, e.g. 1m0s\n" +
+			"denied.max_records: must not be negative (got -1); set a bound such as 10000, or 0 for no bound\n" +
+			"denied.max_rate: must not be negative (got -5); set packets per second such as 1000, or 0 for no bound"},
 		{Name: "bad_queue", Err: "max_queued_events: must be positive when events are on (got 0); set a bound such as 100000, or events: false"},
 	})
 }

@@ -55,6 +55,9 @@ type conntrackReceiver struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// denied is the denied-connection path (nil without the denied option).
+	denied *denied
+
 	// ckpt saves what was exported per connection (nil without storage);
 	// resuming holds until the first poll after a resume completed.
 	ckpt     *checkpoint
@@ -146,6 +149,11 @@ func (r *conntrackReceiver) Start(ctx context.Context, host component.Host) (err
 	} else {
 		r.logger.Warn("could not read nf_conntrack_max", zap.Error(err))
 	}
+	if r.cfg.Denied.HasValue() {
+		if err := r.openDenied(); err != nil {
+			return err
+		}
+	}
 	var events *ctsource.Events
 	if r.cfg.Events {
 		if events, err = ctsource.ListenDestroy(r.ns); err != nil {
@@ -157,6 +165,9 @@ func (r *conntrackReceiver) Start(ctx context.Context, host component.Host) (err
 	if events != nil {
 		r.wg.Add(1)
 		go r.runEvents(runCtx, events)
+	}
+	if r.denied != nil {
+		r.startDenied(runCtx)
 	}
 	r.wg.Add(1)
 	go r.run(runCtx)
@@ -193,14 +204,15 @@ func (r *conntrackReceiver) Shutdown(ctx context.Context) error {
 		r.cancel()
 		r.wg.Wait()
 		r.flush(ctx)
+		r.flushDenied(ctx)
 	}
 	return r.closeAll(ctx)
 }
 
 func (r *conntrackReceiver) closeAll(ctx context.Context) error {
-	var err error
+	err := r.closeDenied()
 	if r.src != nil {
-		err = r.src.Close()
+		err = errors.Join(err, r.src.Close())
 		r.src = nil
 	}
 	if r.ns != nil {
@@ -399,6 +411,18 @@ func (r *conntrackReceiver) sendAll(ctx context.Context, xs []store.Export, now 
 
 // send hands one batch to the next consumer; it reports whether it was accepted.
 func (r *conntrackReceiver) send(ctx context.Context, xs []store.Export, now time.Time) bool {
+	ld, lrs := r.newLogs(len(xs))
+	var rec flowrecord.Record
+	for i := range xs {
+		toRecord(&xs[i], r.node, now, &rec)
+		flowrecord.Encode(&rec, lrs.AppendEmpty())
+	}
+	return r.consume(ctx, ld, len(xs))
+}
+
+// newLogs is an empty batch for n records under the receiver's resource
+// (the Node) and scope.
+func (r *conntrackReceiver) newLogs(n int) (plog.Logs, plog.LogRecordSlice) {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	rl.Resource().Attributes().PutStr(resourceNodeName, r.node)
@@ -406,21 +430,22 @@ func (r *conntrackReceiver) send(ctx context.Context, xs []store.Export, now tim
 	sl.Scope().SetName(metadata.ScopeName)
 	sl.Scope().SetVersion(r.set.BuildInfo.Version)
 	lrs := sl.LogRecords()
-	lrs.EnsureCapacity(len(xs))
-	var rec flowrecord.Record
-	for i := range xs {
-		toRecord(&xs[i], r.node, now, &rec)
-		flowrecord.Encode(&rec, lrs.AppendEmpty())
-	}
+	lrs.EnsureCapacity(n)
+	return ld, lrs
+}
+
+// consume hands a batch of n records to the next consumer, counted; it
+// reports whether it was accepted.
+func (r *conntrackReceiver) consume(ctx context.Context, ld plog.Logs, n int) bool {
 	octx := r.obs.StartLogsOp(ctx)
 	err := r.next.ConsumeLogs(octx, ld)
-	r.obs.EndLogsOp(octx, "conntrack", len(xs), err)
+	r.obs.EndLogsOp(octx, "conntrack", n, err)
 	if err != nil {
-		r.tel.ReceiverConntrackRecordsDropped.Add(ctx, int64(len(xs)), droppedConsumerError)
-		r.logger.Warn("next consumer refused flow records", zap.Int("records", len(xs)), zap.Error(err))
+		r.tel.ReceiverConntrackRecordsDropped.Add(ctx, int64(n), droppedConsumerError)
+		r.logger.Warn("next consumer refused flow records", zap.Int("records", n), zap.Error(err))
 		return false
 	}
-	r.tel.ReceiverConntrackRecordsEmitted.Add(ctx, int64(len(xs)))
+	r.tel.ReceiverConntrackRecordsEmitted.Add(ctx, int64(n))
 	return true
 }
 

@@ -33,6 +33,7 @@ var (
 	failedAddresses = reason("addresses")
 	failedSysctl    = reason("sysctl")
 	failedStorage   = reason("storage")
+	failedNFLOG     = reason("nflog")
 
 	flushedLive      = reason("live")
 	flushedEndOfFlow = reason("end_of_flow")

@@ -12,6 +12,19 @@ import (
 // little-endian hosts the bytes are reversed to get Antrea's big-endian order.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
+// labels is a raw ct_label in Antrea's big-endian order.
+func labels(raw []byte) (out [16]byte) {
+	n := min(len(raw), 16)
+	if littleEndian {
+		for i := range n {
+			out[15-i] = raw[i]
+		}
+	} else {
+		copy(out[16-n:], raw[:n])
+	}
+	return out
+}
+
 // Convert fills c from a conntrack flow, the way Antrea reads entries: the
 // source is the original tuple's, the destination the reply tuple's source
 // (post-DNAT), the pre-DNAT destination the original tuple's destination, and
@@ -48,16 +61,7 @@ func Convert(f *conntrack.Flow, c *store.Conn) {
 	if f.ProtoInfo.TCP != nil {
 		c.TCPState = f.ProtoInfo.TCP.State
 	}
-	if n := len(f.Labels); n > 0 {
-		n = min(n, 16)
-		if littleEndian {
-			for i := range n {
-				c.Labels[15-i] = f.Labels[i]
-			}
-		} else {
-			copy(c.Labels[16-n:], f.Labels[:n])
-		}
-	}
+	c.Labels = labels(f.Labels)
 	if !f.Timestamp.Start.IsZero() {
 		c.Start = f.Timestamp.Start.UnixNano()
 	}

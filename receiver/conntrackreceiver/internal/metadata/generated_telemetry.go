@@ -28,6 +28,9 @@ type TelemetryBuilder struct {
 	registrations                      []metric.Registration
 	ReceiverConntrackConnections       metric.Int64Gauge
 	ReceiverConntrackConnectionsShed   metric.Int64Counter
+	ReceiverConntrackDeniedConnections metric.Int64Gauge
+	ReceiverConntrackDeniedPackets     metric.Int64Counter
+	ReceiverConntrackDeniedRecords     metric.Int64Counter
 	ReceiverConntrackEntries           metric.Int64Gauge
 	ReceiverConntrackEntriesFiltered   metric.Int64Counter
 	ReceiverConntrackEvents            metric.Int64Counter
@@ -81,6 +84,24 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{connection}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ReceiverConntrackDeniedConnections, err = builder.meter.Int64Gauge(
+		"otelcol_receiver_conntrack_denied_connections",
+		metric.WithDescription("Denied connections held (5-tuples whose logged packets wait for their record). [Development]"),
+		metric.WithUnit("{connection}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverConntrackDeniedPackets, err = builder.meter.Int64Counter(
+		"otelcol_receiver_conntrack_denied_packets",
+		metric.WithDescription("Packets the deny rules logged to the NFLOG group, by outcome (accounted, rate_limited, max_records, undecodable, lost). [Development]"),
+		metric.WithUnit("{packet}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverConntrackDeniedRecords, err = builder.meter.Int64Counter(
+		"otelcol_receiver_conntrack_denied_records",
+		metric.WithDescription("Denied-connection records handed to the next consumer (also counted in receiver_conntrack_records_emitted). [Development]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverConntrackEntries, err = builder.meter.Int64Gauge(
 		"otelcol_receiver_conntrack_entries",
 		metric.WithDescription("Conntrack entries dumped by the last poll, all polled zones. [Development]"),
@@ -101,7 +122,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverConntrackNetlinkErrors, err = builder.meter.Int64Counter(
 		"otelcol_receiver_conntrack_netlink_errors",
-		metric.WithDescription("Netlink and storage errors, by reason (dump, enobufs, events, addresses, sysctl, storage); a failed dump is retried at the next poll. [Development]"),
+		metric.WithDescription("Netlink and storage errors, by reason (dump, enobufs, events, addresses, sysctl, storage, nflog); a failed dump is retried at the next poll. [Development]"),
 		metric.WithUnit("{error}"),
 	)
 	errs = errors.Join(errs, err)

@@ -51,6 +51,52 @@ func AssertEqualReceiverConntrackConnectionsShed(t *testing.T, tt *componenttest
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualReceiverConntrackDeniedConnections(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_conntrack_denied_connections",
+		Description: "Denied connections held (5-tuples whose logged packets wait for their record). [Development]",
+		Unit:        "{connection}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_conntrack_denied_connections")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverConntrackDeniedPackets(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_conntrack_denied_packets",
+		Description: "Packets the deny rules logged to the NFLOG group, by outcome (accounted, rate_limited, max_records, undecodable, lost). [Development]",
+		Unit:        "{packet}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_conntrack_denied_packets")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverConntrackDeniedRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_conntrack_denied_records",
+		Description: "Denied-connection records handed to the next consumer (also counted in receiver_conntrack_records_emitted). [Development]",
+		Unit:        "{record}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_conntrack_denied_records")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverConntrackEntries(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_conntrack_entries",
@@ -100,7 +146,7 @@ func AssertEqualReceiverConntrackEvents(t *testing.T, tt *componenttest.Telemetr
 func AssertEqualReceiverConntrackNetlinkErrors(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_conntrack_netlink_errors",
-		Description: "Netlink and storage errors, by reason (dump, enobufs, events, addresses, sysctl, storage); a failed dump is retried at the next poll. [Development]",
+		Description: "Netlink and storage errors, by reason (dump, enobufs, events, addresses, sysctl, storage, nflog); a failed dump is retried at the next poll. [Development]",
 		Unit:        "{error}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

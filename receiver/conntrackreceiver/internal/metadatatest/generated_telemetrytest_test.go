@@ -21,6 +21,9 @@ func TestSetupTelemetry(t *testing.T) {
 	defer tb.Shutdown()
 	tb.ReceiverConntrackConnections.Record(context.Background(), 1)
 	tb.ReceiverConntrackConnectionsShed.Add(context.Background(), 1)
+	tb.ReceiverConntrackDeniedConnections.Record(context.Background(), 1)
+	tb.ReceiverConntrackDeniedPackets.Add(context.Background(), 1)
+	tb.ReceiverConntrackDeniedRecords.Add(context.Background(), 1)
 	tb.ReceiverConntrackEntries.Record(context.Background(), 1)
 	tb.ReceiverConntrackEntriesFiltered.Add(context.Background(), 1)
 	tb.ReceiverConntrackEvents.Add(context.Background(), 1)
@@ -35,6 +38,15 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverConntrackConnectionsShed(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverConntrackDeniedConnections(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverConntrackDeniedPackets(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverConntrackDeniedRecords(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverConntrackEntries(t, testTel,
