@@ -87,8 +87,14 @@ func TestShutdownFlushes(t *testing.T) {
 			if len(rs) != 1 || rs[0].EndReason != flowrecord.EndReasonEndOfFlow || rs[0].Stats.PacketTotal != 3 || rs[0].Stats.PacketDelta != 3 {
 				t.Fatalf("want one end-of-flow record of the gone connection with its 3 packets:\n%s", describe(rs))
 			}
-			if n, e := h.counter("otelcol_receiver_conntrack_records_flushed", "live"), h.counter("otelcol_receiver_conntrack_records_flushed", "end_of_flow"); n != 1 || e != int64(1-endedBefore) {
-				t.Fatalf("flushed counted live %d end_of_flow %d, want 1 and %d", n, e, 1-endedBefore)
+			// The gone connection's end is counted as flushed only when no poll
+			// exported it: a poll in flight when endedBefore was read, or the
+			// last poll Shutdown runs before the flush, may still export it
+			// (uncounted), so with endedBefore 0 either count is right; the
+			// exactly-one record above is what must hold.
+			n, e := h.counter("otelcol_receiver_conntrack_records_flushed", "live"), h.counter("otelcol_receiver_conntrack_records_flushed", "end_of_flow")
+			if n != 1 || e > int64(1-endedBefore) {
+				t.Fatalf("flushed counted live %d end_of_flow %d, want 1 and at most %d", n, e, 1-endedBefore)
 			}
 		})
 	}
