@@ -29,6 +29,10 @@ type Options struct {
 	AllPods  bool
 	// PodLabels keeps Pod labels in the cache and hands them out.
 	PodLabels bool
+	// NetworkPolicies watches NetworkPolicies and Namespaces (PolicyWatched)
+	// and keeps Pod labels and named container ports, with their history,
+	// for View.PolicyVerdicts.
+	NetworkPolicies bool
 	// DeletedPodRetention defaults to DefaultDeletedPodRetention.
 	DeletedPodRetention time.Duration
 	// Now is the clock (tests); defaults to time.Now.
@@ -56,6 +60,7 @@ type Index struct {
 	sliceOwners      map[netip.Addr][]*sliceOwner
 	endedSliceOwners []*sliceOwner          // no longer listed, awaiting purge
 	owners           map[objectRef]ownerRef // ReplicaSet/Job -> its controller (Deployment/CronJob)
+	pol              policyState            // NetworkPolicies and Namespace labels over time
 }
 
 // New returns an empty Index; Informers feed it.
@@ -79,6 +84,10 @@ func New(opts Options) *Index {
 		slices:      make(map[string]*endpointSlice),
 		sliceOwners: make(map[netip.Addr][]*sliceOwner),
 		owners:      make(map[objectRef]ownerRef),
+		pol: policyState{
+			policies:   make(map[string]map[string]*history[policyVersion]),
+			namespaces: make(map[string]*history[map[string]string]),
+		},
 	}
 }
 
