@@ -23,10 +23,10 @@ type pod struct {
 	// with when it was replaced (Options.NetworkPolicies; bounded).
 	oldLabels []version[map[string]string]
 	// ports are the containers' named ports (Options.NetworkPolicies).
-	ports []netpol.ContainerPort
-	owner                ownerRef // the Pod's controller (ReplicaSet, StatefulSet, DaemonSet, Job, ...)
-	nodeName             string
-	ips                  []netip.Addr
+	ports    []netpol.ContainerPort
+	owner    ownerRef // the Pod's controller (ReplicaSet, StatefulSet, DaemonSet, Job, ...)
+	nodeName string
+	ips      []netip.Addr
 	// created is the Pod's creation time: no connection before it is the Pod's.
 	created time.Time
 	// ended is when the Pod stopped owning its IPs (deleted or terminated);

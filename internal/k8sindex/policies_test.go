@@ -165,13 +165,13 @@ func TestPolicyVerdicts(t *testing.T) {
 	}
 	none := want{}
 	for _, tc := range []struct {
-		name      string
-		policies  []policy
-		proto     uint8
-		src, dst  string
-		port      uint16
-		ingress   want
-		egress    want
+		name     string
+		policies []policy
+		proto    uint8
+		src, dst string
+		port     uint16
+		ingress  want
+		egress   want
 	}{
 		{name: "no policy: both sides unisolated", proto: tcp, src: client, dst: web1, port: 8080},
 		{name: "default deny names the isolating policy", policies: []policy{{"web", "deny-all", denyAll}},
@@ -264,7 +264,7 @@ func TestPolicyVerdicts(t *testing.T) {
 func TestPolicyHistory(t *testing.T) {
 	allowFromClients := func(port int) networkingv1.NetworkPolicySpec {
 		return networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{
-			From: from(networkingv1.NetworkPolicyPeer{NamespaceSelector: sel("team", "cli"), PodSelector: sel("app", "client")}),
+			From:  from(networkingv1.NetworkPolicyPeer{NamespaceSelector: sel("team", "cli"), PodSelector: sel("app", "client")}),
 			Ports: []networkingv1.NetworkPolicyPort{tcpPort(port)}}}}
 	}
 	allowed := want{netpol.Allowed, "clients", "ingress-0"}
