@@ -61,6 +61,10 @@ type Index struct {
 	endedSliceOwners []*sliceOwner          // no longer listed, awaiting purge
 	owners           map[objectRef]ownerRef // ReplicaSet/Job -> its controller (Deployment/CronJob)
 	pol              policyState            // NetworkPolicies and Namespace labels over time
+	// peers holds every Pod of the cluster, for the peers of policy rules,
+	// when this Index watches only its Node's Pods (NetworkPolicies without
+	// AllPods); only its Pod store is used.
+	peers *Index
 }
 
 // New returns an empty Index; Informers feed it.
@@ -71,7 +75,7 @@ func New(opts Options) *Index {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Index{
+	ix := &Index{
 		opts:        opts,
 		pods:        make(map[string]*pod),
 		podsByIP:    make(map[netip.Addr][]*pod),
@@ -89,6 +93,12 @@ func New(opts Options) *Index {
 			namespaces: make(map[string]*history[map[string]string]),
 		},
 	}
+	if opts.NetworkPolicies && !opts.AllPods {
+		peerOpts := opts
+		peerOpts.AllPods, peerOpts.PodLabels = true, false
+		ix.peers = New(peerOpts)
+	}
+	return ix
 }
 
 // Options returns the options the Index was created with (defaults filled in).

@@ -131,7 +131,11 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 		if err != nil {
 			return nil, fmt.Errorf("%s: cannot add the event handler (got %w)", res, err)
 		}
-		in.synced[res] = w.informer.HasSynced
+		if prev, cur := in.synced[res], w.informer.HasSynced; prev != nil {
+			in.synced[res] = func() bool { return prev() && cur() } // a second informer of res (peer Pods)
+		} else {
+			in.synced[res] = cur
+		}
 	}
 	return in, nil
 }
@@ -236,6 +240,9 @@ func (in *Informers) Start() {
 				return
 			case <-t.C:
 				in.ix.Purge()
+				if in.ix.peers != nil {
+					in.ix.peers.Purge()
+				}
 			}
 		}
 	}()

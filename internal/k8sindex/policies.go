@@ -184,7 +184,7 @@ func (ix *Index) purgePoliciesLocked(now time.Time) {
 }
 
 // cluster is netpol's view of a read-locked Index.
-type cluster struct{ ix *Index }
+type cluster View
 
 // Policies returns the policies of namespace in force at t, sorted by name.
 func (c cluster) Policies(namespace string, t time.Time) []*netpol.Policy {
@@ -230,11 +230,11 @@ func (v View) PolicyVerdicts(r *flowrecord.Record) (ingress, egress netpol.Verdi
 	conn := netpol.Connection{Protocol: r.Protocol, Port: r.Destination.Port, Start: start}
 	v.policyEndpoint(&conn.Source, r.Source.Address, r.Source.Namespace, start)
 	v.policyEndpoint(&conn.Destination, r.Destination.Address, r.Destination.Namespace, start)
-	ingress, egress = netpol.Evaluate(cluster{v.ix}, &conn)
+	ingress, egress = netpol.Evaluate(cluster(v), &conn)
 	if a := r.ProxySNATAddress; a.IsValid() && a.Unmap() != r.Source.Address.Unmap() {
 		conn.Source = netpol.Endpoint{}
 		v.policyEndpoint(&conn.Source, a, "", start)
-		ingress, _ = netpol.Evaluate(cluster{v.ix}, &conn)
+		ingress, _ = netpol.Evaluate(cluster(v), &conn)
 	}
 	return ingress, egress
 }
@@ -245,7 +245,11 @@ func (v View) policyEndpoint(ep *netpol.Endpoint, addr netip.Addr, namespace str
 	ix := v.ix
 	a := addr.Unmap()
 	ep.Address = a
-	if p := ix.podAt(a, start); p != nil {
+	p := ix.podAt(a, start)
+	if p == nil && ix.peers != nil {
+		p = ix.peers.peerAt(a, start)
+	}
+	if p != nil {
 		ep.Kind, ep.Namespace = flowrecord.EndpointPod, p.namespace
 		ep.Labels = p.labelsAt(start)
 		ep.Ports, ep.PortsKnown = p.ports, true
@@ -262,17 +266,32 @@ func (v View) policyEndpoint(ep *netpol.Endpoint, addr netip.Addr, namespace str
 	ep.Kind = flowrecord.EndpointExternal
 }
 
-// policyWirings are the informers of PolicyWatched.
+// peerAt is podAt under the peer Index's own read lock (its writers, the
+// cluster-wide Pod informer, take only that lock).
+func (ix *Index) peerAt(a netip.Addr, start time.Time) *pod {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.podAt(a, start)
+}
+
+// policyWirings are the informers of PolicyWatched, and with only this
+// Node's Pods in the Index, a cluster-wide Pod informer for rule peers.
 func (in *Informers) policyWirings() []wiring {
 	ix := in.ix
-	return []wiring{
+	var peers []wiring
+	if pe := ix.peers; pe != nil {
+		peers = append(peers, wiring{Watched[0], in.factory.Core().V1().Pods().Informer(), stripPod(true, true),
+			func(o any) { pe.upsertPod(asPodObject(o)) },
+			func(o any) { pe.deletePod(asPodObject(o)) }})
+	}
+	return append(peers, []wiring{
 		{PolicyWatched[0], in.factory.Networking().V1().NetworkPolicies().Informer(), stripMeta,
 			func(o any) { ix.upsertPolicy(o.(*networkingv1.NetworkPolicy)) },
 			func(o any) { n := o.(*networkingv1.NetworkPolicy); ix.deletePolicy(n.Namespace, string(n.UID)) }},
 		{PolicyWatched[1], in.factory.Core().V1().Namespaces().Informer(), stripNamespace,
 			func(o any) { ix.upsertNamespace(o.(*corev1.Namespace)) },
 			func(o any) { ix.deleteNamespace(o.(*corev1.Namespace).Name) }},
-	}
+	}...)
 }
 
 // stripMeta drops managed fields and annotations (a NetworkPolicy's spec is kept whole).
