@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/netpol"
 )
 
 // DefaultDeletedPodRetention is how long a deleted or terminated Pod still
@@ -90,6 +91,9 @@ func New(opts Options) *Index {
 		owners:      make(map[objectRef]ownerRef),
 		pol: policyState{
 			policies:   make(map[string]map[string]*history[policyVersion]),
+			sorted:     make(map[string][]*history[policyVersion]),
+			current:    make(map[string][]*netpol.Policy),
+			changed:    make(map[string]time.Time),
 			namespaces: make(map[string]*history[map[string]string]),
 		},
 	}

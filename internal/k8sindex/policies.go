@@ -1,6 +1,7 @@
 package k8sindex
 
 import (
+	"cmp"
 	"maps"
 	"net/netip"
 	"slices"
@@ -90,6 +91,12 @@ type policyVersion struct {
 type policyState struct {
 	// policies by Namespace, then UID.
 	policies map[string]map[string]*history[policyVersion]
+	// sorted lists each Namespace's policies by name, current the ones in
+	// force since changed, the last start or end of a version (rebuilt on
+	// every change).
+	sorted  map[string][]*history[policyVersion]
+	current map[string][]*netpol.Policy
+	changed map[string]time.Time
 	// namespaces' labels by name.
 	namespaces map[string]*history[map[string]string]
 }
@@ -122,6 +129,48 @@ func (ix *Index) upsertPolicy(np *networkingv1.NetworkPolicy) {
 		}
 	}
 	h.set(policyVersion{p, np.Generation}, at)
+	ix.sortPoliciesLocked(np.Namespace)
+}
+
+// sortPoliciesLocked rebuilds the name order of a Namespace's policies.
+func (ix *Index) sortPoliciesLocked(namespace string) {
+	byUID := ix.pol.policies[namespace]
+	if len(byUID) == 0 {
+		delete(ix.pol.sorted, namespace)
+		delete(ix.pol.current, namespace)
+		delete(ix.pol.changed, namespace)
+		return
+	}
+	list := make([]*history[policyVersion], 0, len(byUID))
+	for _, h := range byUID {
+		list = append(list, h)
+	}
+	slices.SortFunc(list, func(a, b *history[policyVersion]) int {
+		pa, pb := a.versions[len(a.versions)-1].v.p, b.versions[len(b.versions)-1].v.p
+		return cmp.Or(strings.Compare(pa.Name, pb.Name), strings.Compare(pa.UID, pb.UID))
+	})
+	ix.pol.sorted[namespace] = list
+	var (
+		current []*netpol.Policy
+		changed time.Time
+	)
+	for _, h := range list {
+		last := &h.versions[len(h.versions)-1]
+		if last.to.IsZero() {
+			current = append(current, last.v.p)
+			changed = later(changed, last.from)
+		} else {
+			changed = later(changed, last.to)
+		}
+	}
+	ix.pol.current[namespace], ix.pol.changed[namespace] = current, changed
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func (ix *Index) deletePolicy(namespace, uid string) {
@@ -130,6 +179,7 @@ func (ix *Index) deletePolicy(namespace, uid string) {
 	defer ix.mu.Unlock()
 	if h := ix.pol.policies[namespace][uid]; h != nil {
 		h.end(now)
+		ix.sortPoliciesLocked(namespace)
 	}
 	ix.purgePoliciesLocked(now)
 }
@@ -167,13 +217,18 @@ func (ix *Index) deleteNamespace(name string) {
 func (ix *Index) purgePoliciesLocked(now time.Time) {
 	cutoff := now.Add(-ix.opts.DeletedPodRetention)
 	for ns, byUID := range ix.pol.policies {
+		purged := false
 		for uid, h := range byUID {
 			if h.purge(cutoff) {
 				delete(byUID, uid)
+				purged = true
 			}
 		}
 		if len(byUID) == 0 {
 			delete(ix.pol.policies, ns)
+		}
+		if purged {
+			ix.sortPoliciesLocked(ns)
 		}
 	}
 	for name, h := range ix.pol.namespaces {
@@ -186,19 +241,19 @@ func (ix *Index) purgePoliciesLocked(now time.Time) {
 // cluster is netpol's view of a read-locked Index.
 type cluster View
 
-// Policies returns the policies of namespace in force at t, sorted by name.
+// Policies returns the policies of namespace in force at t, sorted by name:
+// the current set, shared, for a t after the Namespace's last policy change,
+// else a list built for t.
 func (c cluster) Policies(namespace string, t time.Time) []*netpol.Policy {
-	byUID := c.ix.pol.policies[namespace]
-	if len(byUID) == 0 {
-		return nil
+	if !t.Before(c.ix.pol.changed[namespace]) {
+		return c.ix.pol.current[namespace]
 	}
-	out := make([]*netpol.Policy, 0, len(byUID))
-	for _, h := range byUID {
+	var out []*netpol.Policy
+	for _, h := range c.ix.pol.sorted[namespace] {
 		if pv, ok := h.at(t, false); ok {
 			out = append(out, pv.p)
 		}
 	}
-	slices.SortFunc(out, func(a, b *netpol.Policy) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -211,32 +266,37 @@ func (c cluster) NamespaceLabels(namespace string, t time.Time) (map[string]stri
 	return h.at(t, true)
 }
 
-// PolicyVerdicts evaluates the NetworkPolicies for r (its endpoints'
+// PolicyVerdict evaluates the NetworkPolicies for r (its endpoints'
 // addresses, protocol, destination port and start) as they stood at its
-// start: the ingress verdict of the destination Pod's policies and the egress
-// verdict of the source Pod's. Endpoints are resolved again from their
+// start: with ingress, the verdict of the destination Pod's policies, else
+// that of the source Pod's. Endpoints are resolved again from their
 // addresses, with labels and container ports as of the start; an ingress
 // peer SNATed on the way (r.ProxySNATAddress) is seen by its SNAT address,
 // as the destination's datapath sees it. Without Options.NetworkPolicies
-// both sides are Unisolated.
-func (v View) PolicyVerdicts(r *flowrecord.Record) (ingress, egress netpol.Verdict) {
+// every side is Unisolated.
+func (v View) PolicyVerdict(r *flowrecord.Record, ingress bool) netpol.Verdict {
 	if !v.ix.opts.NetworkPolicies {
-		return netpol.Verdict{}, netpol.Verdict{}
+		return netpol.Verdict{}
+	}
+	subject := &r.Destination
+	if !ingress {
+		subject = &r.Source
+	}
+	if subject.Namespace != "" && len(v.ix.pol.sorted[subject.Namespace]) == 0 {
+		return netpol.Verdict{} // resolved already, and its Namespace never had a policy here
 	}
 	start := r.Start
 	if start.IsZero() {
 		start = v.ix.opts.Now()
 	}
 	conn := netpol.Connection{Protocol: r.Protocol, Port: r.Destination.Port, Start: start}
-	v.policyEndpoint(&conn.Source, r.Source.Address, r.Source.Namespace, start)
-	v.policyEndpoint(&conn.Destination, r.Destination.Address, r.Destination.Namespace, start)
-	ingress, egress = netpol.Evaluate(cluster(v), &conn)
-	if a := r.ProxySNATAddress; a.IsValid() && a.Unmap() != r.Source.Address.Unmap() {
-		conn.Source = netpol.Endpoint{}
-		v.policyEndpoint(&conn.Source, a, "", start)
-		ingress, _ = netpol.Evaluate(cluster(v), &conn)
+	src, srcNamespace := r.Source.Address, r.Source.Namespace
+	if a := r.ProxySNATAddress; ingress && a.IsValid() && !a.IsUnspecified() {
+		src, srcNamespace = a, ""
 	}
-	return ingress, egress
+	v.policyEndpoint(&conn.Source, src, srcNamespace, start)
+	v.policyEndpoint(&conn.Destination, r.Destination.Address, r.Destination.Namespace, start)
+	return netpol.Evaluate(cluster(v), &conn, ingress)
 }
 
 // policyEndpoint describes the endpoint at addr at start; namespace is what

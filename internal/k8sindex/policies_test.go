@@ -76,7 +76,7 @@ func (w *policyWorld) verdicts(proto uint8, src, dst string, port uint16, start 
 		Destination: flowrecord.Endpoint{Address: netip.MustParseAddr(dst), Port: port}}
 	v := w.ix.Read()
 	defer v.Done()
-	return v.PolicyVerdicts(&r)
+	return v.PolicyVerdict(&r, true), v.PolicyVerdict(&r, false)
 }
 
 func sel(kv ...string) *metav1.LabelSelector {

@@ -2,6 +2,7 @@ package netpol
 
 import (
 	"net/netip"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -28,17 +29,17 @@ func FromAPI(np *networkingv1.NetworkPolicy) *Policy {
 			p.Egress = true
 		}
 	}
-	for _, r := range np.Spec.Ingress {
-		p.IngressRules = append(p.IngressRules, rule(r.From, r.Ports))
+	for i, r := range np.Spec.Ingress {
+		p.IngressRules = append(p.IngressRules, rule("ingress-"+strconv.Itoa(i), r.From, r.Ports))
 	}
-	for _, r := range np.Spec.Egress {
-		p.EgressRules = append(p.EgressRules, rule(r.To, r.Ports))
+	for i, r := range np.Spec.Egress {
+		p.EgressRules = append(p.EgressRules, rule("egress-"+strconv.Itoa(i), r.To, r.Ports))
 	}
 	return p
 }
 
-func rule(peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) Rule {
-	var r Rule
+func rule(name string, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) Rule {
+	r := Rule{Name: name}
 	for _, pe := range peers {
 		var out Peer
 		if pe.PodSelector != nil {

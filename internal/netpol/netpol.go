@@ -40,7 +40,6 @@ package netpol
 
 import (
 	"net/netip"
-	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -67,6 +66,8 @@ type Policy struct {
 
 // Rule is one ingress or egress rule.
 type Rule struct {
+	// Name is "ingress-<index>" or "egress-<index>" (package doc).
+	Name string
 	// Peers nil or empty: every peer.
 	Peers []Peer
 	// Ports nil or empty: every port and protocol.
@@ -130,7 +131,8 @@ type Connection struct {
 
 // Cluster answers what applied at a time.
 type Cluster interface {
-	// Policies returns the NetworkPolicies of namespace as of t, sorted by name.
+	// Policies returns the NetworkPolicies of namespace as of t, sorted by
+	// name; the caller does not modify the slice.
 	Policies(namespace string, t time.Time) []*Policy
 	// NamespaceLabels returns a Namespace's labels as of t; false when unknown.
 	NamespaceLabels(namespace string, t time.Time) (map[string]string, bool)
@@ -196,14 +198,9 @@ func (v Verdict) fields(action flowrecord.RuleAction) flowrecord.Policy {
 }
 
 // Evaluate returns the ingress verdict (policies selecting the destination
-// Pod) and the egress verdict (policies selecting the source Pod).
-func Evaluate(c Cluster, conn *Connection) (ingress, egress Verdict) {
-	ingress = evaluate(c, conn, true)
-	egress = evaluate(c, conn, false)
-	return ingress, egress
-}
-
-func evaluate(c Cluster, conn *Connection, isIngress bool) Verdict {
+// Pod) with isIngress, else the egress verdict (policies selecting the
+// source Pod).
+func Evaluate(c Cluster, conn *Connection, isIngress bool) Verdict {
 	subject, peer := &conn.Destination, &conn.Source
 	if !isIngress {
 		subject, peer = peer, subject
@@ -240,11 +237,7 @@ func evaluate(c Cluster, conn *Connection, isIngress bool) Verdict {
 		for i := range rules {
 			switch ruleMatches(c, conn, p, &rules[i], peer) {
 			case yes:
-				prefix := "ingress-"
-				if !isIngress {
-					prefix = "egress-"
-				}
-				return Verdict{Outcome: Allowed, Policy: p, RuleName: prefix + strconv.Itoa(i)}
+				return Verdict{Outcome: Allowed, Policy: p, RuleName: rules[i].Name}
 			case maybe:
 				uncertain = true
 			}

@@ -43,11 +43,11 @@ func (c *policyCounts) record(ctx context.Context, counter metric.Int64Counter) 
 // The denied-connection path calls it with a resolved record (endpoints
 // named by ResolveEndpoint) and the view it resolved them under.
 func (p *k8sFlowProcessor) attributePolicies(v k8sindex.View, r *flowrecord.Record, local string, action flowrecord.RuleAction) {
-	in, eg := v.PolicyVerdicts(r)
-	set := func(dst *flowrecord.Policy, ep *flowrecord.Endpoint, verdict netpol.Verdict) {
+	set := func(dst *flowrecord.Policy, ep *flowrecord.Endpoint, ingress bool) {
 		if ep.Kind != flowrecord.EndpointPod || ep.NodeName != local {
 			return // another Node's side, or no Pod: that Node says, or there is no policy
 		}
+		verdict := v.PolicyVerdict(r, ingress)
 		p.policies[verdict.Outcome].Add(1)
 		if action == flowrecord.RuleActionNone {
 			*dst = verdict.Observed()
@@ -55,6 +55,6 @@ func (p *k8sFlowProcessor) attributePolicies(v k8sindex.View, r *flowrecord.Reco
 			*dst = verdict.Denied(action)
 		}
 	}
-	set(&r.IngressPolicy, &r.Destination, in)
-	set(&r.EgressPolicy, &r.Source, eg)
+	set(&r.IngressPolicy, &r.Destination, true)
+	set(&r.EgressPolicy, &r.Source, false)
 }
