@@ -368,3 +368,24 @@ func TestVerdictFields(t *testing.T) {
 	assert.Equal(t, allow.Observed(), allow.Denied(flowrecord.RuleActionDrop))
 	assert.Equal(t, flowrecord.Policy{}, undetermined.Denied(flowrecord.RuleActionDrop))
 }
+
+// TestPolicyVerdictSNAT: an ingress peer masqueraded on the way is matched
+// by its SNAT address (here the Node's), as the destination's datapath sees
+// it; the egress side keeps the real client.
+func TestPolicyVerdictSNAT(t *testing.T) {
+	w := newPolicyWorld(t)
+	w.policy("web", "from-node", networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{
+		{From: from(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.1.0.1/32"}})}}})
+	w.policy("cli", "web", networkingv1.NetworkPolicySpec{Egress: []networkingv1.NetworkPolicyEgressRule{{}}})
+	w.now = t0.Add(time.Second)
+	r := flowrecord.Record{Protocol: tcp, Start: w.now,
+		Source:           flowrecord.Endpoint{Address: netip.MustParseAddr(client), Port: 40000},
+		Destination:      flowrecord.Endpoint{Address: netip.MustParseAddr(web1), Port: 8080},
+		ProxySNATAddress: netip.MustParseAddr("10.1.0.1"), ProxySNATPort: 61000}
+	v := w.ix.Read()
+	defer v.Done()
+	assert.Equal(t, want{netpol.Allowed, "from-node", "ingress-0"}, got(v.PolicyVerdict(&r, true)))
+	assert.Equal(t, want{netpol.Allowed, "web", "egress-0"}, got(v.PolicyVerdict(&r, false)))
+	r.ProxySNATAddress = netip.Addr{}
+	assert.Equal(t, want{netpol.Denied, "from-node", ""}, got(v.PolicyVerdict(&r, true)))
+}
