@@ -22,7 +22,7 @@ func TestFromAPI(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"},
 		Spec: networkingv1.NetworkPolicySpec{
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{}, {
-				From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.7/8", Except: []string{"10.1.0.0/16"}}}},
+				From:  []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.7/8", Except: []string{"10.1.0.0/16"}}}},
 				Ports: []networkingv1.NetworkPolicyPort{{Port: &named}, {Port: &num, EndPort: &end, Protocol: &sctp}, {}},
 			}},
 		},
