@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,7 +197,7 @@ func allowed(t *testing.T, c cluster, namespace, name string, attrs authzv1.Reso
 // starts and syncs with its token, and it can neither read Secrets nor write.
 func checkNodeRBAC(t *testing.T, c cluster, namespace, sa string) {
 	t.Helper()
-	for _, res := range k8sindex.Watched {
+	for _, res := range append(slices.Clone(k8sindex.Watched), k8sindex.PolicyWatched...) {
 		for _, verb := range []string{"get", "list", "watch"} {
 			if !allowed(t, c, namespace, sa, authzv1.ResourceAttributes{Verb: verb, Group: res.Group, Resource: res.Resource}) {
 				t.Errorf("%s/%s may not %s %s cluster-wide; k8s_flow needs it", namespace, sa, verb, res)
@@ -212,8 +213,6 @@ func checkNodeRBAC(t *testing.T, c cluster, namespace, sa string) {
 		t.Errorf("%s/%s may not get namespace %s (k8s_flow's cluster UID)", namespace, sa, k8sindex.ClusterIdentityNamespace)
 	}
 	denied := []authzv1.ResourceAttributes{
-		{Verb: "get", Resource: "namespaces", Name: "default"},
-		{Verb: "list", Resource: "namespaces"},
 		{Verb: "get", Resource: "secrets", Namespace: namespace},
 		{Verb: "list", Resource: "secrets"},
 		{Verb: "watch", Resource: "secrets", Namespace: "kube-system"},

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/netpol"
 )
 
 // DefaultDeletedPodRetention is how long a deleted or terminated Pod still
@@ -29,6 +30,10 @@ type Options struct {
 	AllPods  bool
 	// PodLabels keeps Pod labels in the cache and hands them out.
 	PodLabels bool
+	// NetworkPolicies watches NetworkPolicies and Namespaces (PolicyWatched)
+	// and keeps Pod labels and named container ports, with their history,
+	// for View.PolicyVerdicts.
+	NetworkPolicies bool
 	// DeletedPodRetention defaults to DefaultDeletedPodRetention.
 	DeletedPodRetention time.Duration
 	// Now is the clock (tests); defaults to time.Now.
@@ -56,6 +61,11 @@ type Index struct {
 	sliceOwners      map[netip.Addr][]*sliceOwner
 	endedSliceOwners []*sliceOwner          // no longer listed, awaiting purge
 	owners           map[objectRef]ownerRef // ReplicaSet/Job -> its controller (Deployment/CronJob)
+	pol              policyState            // NetworkPolicies and Namespace labels over time
+	// peers holds every Pod of the cluster, for the peers of policy rules,
+	// when this Index watches only its Node's Pods (NetworkPolicies without
+	// AllPods); only its Pod store is used.
+	peers *Index
 }
 
 // New returns an empty Index; Informers feed it.
@@ -66,7 +76,7 @@ func New(opts Options) *Index {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Index{
+	ix := &Index{
 		opts:        opts,
 		pods:        make(map[string]*pod),
 		podsByIP:    make(map[netip.Addr][]*pod),
@@ -79,7 +89,20 @@ func New(opts Options) *Index {
 		slices:      make(map[string]*endpointSlice),
 		sliceOwners: make(map[netip.Addr][]*sliceOwner),
 		owners:      make(map[objectRef]ownerRef),
+		pol: policyState{
+			policies:   make(map[string]map[string]*history[policyVersion]),
+			sorted:     make(map[string][]*history[policyVersion]),
+			current:    make(map[string][]*netpol.Policy),
+			changed:    make(map[string]time.Time),
+			namespaces: make(map[string]*history[map[string]string]),
+		},
 	}
+	if opts.NetworkPolicies && !opts.AllPods {
+		peerOpts := opts
+		peerOpts.AllPods, peerOpts.PodLabels = true, false
+		ix.peers = New(peerOpts)
+	}
+	return ix
 }
 
 // Options returns the options the Index was created with (defaults filled in).

@@ -68,7 +68,7 @@ func TestStripPod(t *testing.T) {
 		Spec:   corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "i", Env: []corev1.EnvVar{{Name: "X"}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", ContainerStatuses: []corev1.ContainerStatus{{Name: "c"}}},
 	}
-	out, err := stripPod(false)(in)
+	out, err := stripPod(false, false)(in)
 	require.NoError(t, err)
 	p := out.(*podObject)
 	assert.Nil(t, p.Labels)
@@ -77,7 +77,7 @@ func TestStripPod(t *testing.T) {
 	assert.Equal(t, []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs"}}, p.OwnerReferences)
 	assert.Equal(t, []netip.Addr{netip.MustParseAddr("10.0.0.1")}, p.ips)
 	assert.Equal(t, "n", p.nodeName)
-	out, _ = stripPod(true)(in)
+	out, _ = stripPod(true, false)(in)
 	assert.Equal(t, map[string]string{"a": "b"}, out.(*podObject).Labels)
 	c := out.(*podObject).DeepCopyObject().(*podObject)
 	c.Labels["a"] = "changed"
@@ -96,7 +96,7 @@ func BenchmarkMemoryPer10kPods(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		ix := New(Options{AllPods: true, PodLabels: true})
-		strip := stripPod(true)
+		strip := stripPod(true, false)
 		store := make([]any, 0, n) // what the informer's store keeps
 		for i := range n {
 			full := &corev1.Pod{

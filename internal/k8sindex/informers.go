@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -54,12 +55,22 @@ type Informers struct {
 
 	podFactory, factory informers.SharedInformerFactory
 	synced              map[Resource]cache.InformerSynced
+	watched             []Resource // Watched, and PolicyWatched with Options.NetworkPolicies
 
 	errMu   sync.Mutex
 	lastErr map[Resource]error
 
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// wiring is one informer and what its events do to the Index.
+type wiring struct {
+	res       Resource
+	informer  cache.SharedIndexInformer
+	transform cache.TransformFunc
+	upsert    func(any)
+	remove    func(any)
 }
 
 // NewInformers wires client-go shared informers (with stripping transforms)
@@ -69,15 +80,8 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 	in.factory = informers.NewSharedInformerFactoryWithOptions(client, 0)
 	in.podFactory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(in.podListOptions))
 
-	type wiring struct {
-		res       Resource
-		informer  cache.SharedIndexInformer
-		transform cache.TransformFunc
-		upsert    func(any)
-		remove    func(any)
-	}
 	wirings := []wiring{
-		{Watched[0], in.podFactory.Core().V1().Pods().Informer(), stripPod(ix.opts.PodLabels),
+		{Watched[0], in.podFactory.Core().V1().Pods().Informer(), stripPod(ix.opts.PodLabels || ix.opts.NetworkPolicies, ix.opts.NetworkPolicies),
 			func(o any) { ix.upsertPod(asPodObject(o)) },
 			func(o any) { ix.deletePod(asPodObject(o)) }},
 		{Watched[1], in.factory.Core().V1().Nodes().Informer(), stripNode,
@@ -97,6 +101,11 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 			stripOwned(func(m metav1.ObjectMeta) any { return &batchv1.Job{ObjectMeta: m} }),
 			func(o any) { ix.upsertOwned("Job", o.(*batchv1.Job)) },
 			func(o any) { j := o.(*batchv1.Job); ix.deleteOwned("Job", j.Namespace, j.Name) }},
+	}
+	in.watched = Watched
+	if ix.opts.NetworkPolicies {
+		wirings = append(wirings, in.policyWirings()...)
+		in.watched = append(slices.Clone(Watched), PolicyWatched...)
 	}
 	for _, w := range wirings {
 		if err := w.informer.SetTransform(w.transform); err != nil {
@@ -122,7 +131,11 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 		if err != nil {
 			return nil, fmt.Errorf("%s: cannot add the event handler (got %w)", res, err)
 		}
-		in.synced[res] = w.informer.HasSynced
+		if prev, cur := in.synced[res], w.informer.HasSynced; prev != nil {
+			in.synced[res] = func() bool { return prev() && cur() } // a second informer of res (peer Pods)
+		} else {
+			in.synced[res] = cur
+		}
 	}
 	return in, nil
 }
@@ -131,7 +144,7 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 // state may not have been through the transform).
 func asPodObject(o any) *podObject {
 	if p, ok := o.(*corev1.Pod); ok {
-		po, _ := stripPod(true)(p)
+		po, _ := stripPod(true, true)(p)
 		return po.(*podObject)
 	}
 	return o.(*podObject)
@@ -161,7 +174,7 @@ func (in *Informers) watchError(res Resource, err error) {
 // retrying forever.
 func (in *Informers) Preflight(ctx context.Context) error {
 	var errs []error
-	for _, res := range Watched {
+	for _, res := range in.watched {
 		opts := metav1.ListOptions{Limit: 1}
 		var err error
 		switch res.Resource {
@@ -178,6 +191,10 @@ func (in *Informers) Preflight(ctx context.Context) error {
 			_, err = in.client.AppsV1().ReplicaSets("").List(ctx, opts)
 		case "jobs":
 			_, err = in.client.BatchV1().Jobs("").List(ctx, opts)
+		case "networkpolicies":
+			_, err = in.client.NetworkingV1().NetworkPolicies("").List(ctx, opts)
+		case "namespaces":
+			_, err = in.client.CoreV1().Namespaces().List(ctx, opts)
 		}
 		if err != nil {
 			err = describe(res, "list", err)
@@ -223,6 +240,9 @@ func (in *Informers) Start() {
 				return
 			case <-t.C:
 				in.ix.Purge()
+				if in.ix.peers != nil {
+					in.ix.peers.Purge()
+				}
 			}
 		}
 	}()
@@ -235,7 +255,7 @@ func (in *Informers) WaitForSync(ctx context.Context, timeout time.Duration) err
 	defer cancel()
 	for {
 		var pending []string
-		for _, res := range Watched {
+		for _, res := range in.watched {
 			if !in.synced[res]() {
 				pending = append(pending, res.String())
 			}
@@ -249,7 +269,7 @@ func (in *Informers) WaitForSync(ctx context.Context, timeout time.Duration) err
 			msg := fmt.Sprintf("Kubernetes caches not synced after %s: %s", timeout, strings.Join(pending, ", "))
 			in.errMu.Lock()
 			var errs []error
-			for _, res := range Watched {
+			for _, res := range in.watched {
 				if err := in.lastErr[res]; err != nil {
 					errs = append(errs, describe(res, "list/watch", err))
 				}

@@ -1,6 +1,7 @@
 package k8sindex
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -9,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/flowtel/flowtel/internal/netpol"
 )
 
 // pod is what the Index keeps of a Pod. Strings are shared with the
@@ -16,9 +19,14 @@ import (
 type pod struct {
 	namespace, name, uid string
 	labels               map[string]string
-	owner                ownerRef // the Pod's controller (ReplicaSet, StatefulSet, DaemonSet, Job, ...)
-	nodeName             string
-	ips                  []netip.Addr
+	// oldLabels are the label sets labels replaced, oldest first, each
+	// with when it was replaced (Options.NetworkPolicies; bounded).
+	oldLabels []version[map[string]string]
+	// ports are the containers' named ports (Options.NetworkPolicies).
+	ports    []netpol.ContainerPort
+	owner    ownerRef // the Pod's controller (ReplicaSet, StatefulSet, DaemonSet, Job, ...)
+	nodeName string
+	ips      []netip.Addr
 	// created is the Pod's creation time: no connection before it is the Pod's.
 	created time.Time
 	// ended is when the Pod stopped owning its IPs (deleted or terminated);
@@ -31,6 +39,16 @@ func (p *pod) owns(t time.Time) bool {
 	return !t.Before(p.created) && (p.ended.IsZero() || t.Before(p.ended))
 }
 
+// labelsAt returns the Pod's labels at t.
+func (p *pod) labelsAt(t time.Time) map[string]string {
+	for i := range p.oldLabels {
+		if t.Before(p.oldLabels[i].to) {
+			return p.oldLabels[i].v
+		}
+	}
+	return p.labels
+}
+
 // podObject is what the Pod informer stores instead of a Pod: the fields
 // the Index reads, already parsed. A stripped corev1.Pod would still weigh
 // 1.2 kB of empty spec and status structs.
@@ -41,6 +59,7 @@ type podObject struct {
 	terminated        bool
 	finishedAt        time.Time // latest container finish of a terminated Pod
 	ips               []netip.Addr
+	ports             []netpol.ContainerPort // named container ports (Options.NetworkPolicies)
 }
 
 func (p *podObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
@@ -49,12 +68,13 @@ func (p *podObject) DeepCopyObject() runtime.Object {
 	c := *p
 	p.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
 	c.ips = slices.Clone(p.ips)
+	c.ports = slices.Clone(p.ports)
 	return &c
 }
 
 // stripPod is the Pod informer's transform: the cache never holds specs,
 // container statuses, annotations or managed fields.
-func stripPod(keepLabels bool) func(any) (any, error) {
+func stripPod(keepLabels, keepPorts bool) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		in, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -73,6 +93,9 @@ func stripPod(keepLabels bool) func(any) (any, error) {
 		}
 		if keepLabels {
 			out.Labels = in.Labels
+		}
+		if keepPorts {
+			out.ports = netpol.ContainerPorts(&in.Spec)
 		}
 		if c := metav1.GetControllerOfNoCopy(in); c != nil {
 			out.OwnerReferences = []metav1.OwnerReference{{Kind: c.Kind, Name: c.Name}}
@@ -136,10 +159,24 @@ func (ix *Index) upsertPod(in *podObject) {
 		return // an ended Pod never owns an IP again
 	}
 	p.namespace, p.name, p.nodeName = in.Namespace, in.Name, in.nodeName
-	p.labels = in.Labels
-	if p.labels == nil && ix.opts.PodLabels {
-		p.labels = map[string]string{} // collected, none set
+	labels := in.Labels
+	if labels == nil && (ix.opts.PodLabels || ix.opts.NetworkPolicies) {
+		labels = map[string]string{} // collected, none set
 	}
+	if ix.opts.NetworkPolicies {
+		if p.labels != nil && !maps.Equal(p.labels, labels) {
+			if len(p.oldLabels) == maxVersions {
+				p.oldLabels = slices.Delete(p.oldLabels, 0, 1)
+			}
+			p.oldLabels = append(p.oldLabels, version[map[string]string]{to: now, v: p.labels})
+		}
+		cutoff := now.Add(-ix.opts.DeletedPodRetention)
+		for len(p.oldLabels) > 0 && p.oldLabels[0].to.Before(cutoff) {
+			p.oldLabels = p.oldLabels[1:]
+		}
+		p.ports = in.ports
+	}
+	p.labels = labels
 	p.created = in.CreationTimestamp.Time
 	if len(in.OwnerReferences) > 0 {
 		o := in.OwnerReferences[0]

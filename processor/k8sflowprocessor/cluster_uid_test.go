@@ -4,12 +4,14 @@ package k8sflowprocessor
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
@@ -53,11 +55,12 @@ func TestClusterUIDFromKubeAPIServer(t *testing.T) {
 	role := readClusterRole(t)
 	_, err = cp.Admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
 	require.NoError(t, err)
-	// The same role without the Namespace grant.
+	// The same role without the Namespace grants (the kube-system get, and
+	// network_policies' list/watch: those runs set network_policies: false).
 	noNamespace := role.DeepCopy()
 	noNamespace.Name = "flowtel-k8s-flow-no-namespace"
-	noNamespace.Rules = noNamespace.Rules[:len(noNamespace.Rules)-1]
-	require.Equal(t, []string{"namespaces"}, role.Rules[len(role.Rules)-1].Resources, "the last rule of the documented role is the Namespace grant")
+	noNamespace.Rules = slices.DeleteFunc(noNamespace.Rules, func(r rbacv1.PolicyRule) bool { return slices.Equal(r.Resources, []string{"namespaces"}) })
+	require.Len(t, noNamespace.Rules, len(role.Rules)-2, "the documented role has two Namespace grants")
 	_, err = cp.Admin.RbacV1().ClusterRoles().Create(ctx, noNamespace, metav1.CreateOptions{})
 	require.NoError(t, err)
 
@@ -83,9 +86,10 @@ func TestClusterUIDFromKubeAPIServer(t *testing.T) {
 		assert.Equal(t, "prod-eu-1", clusterUIDOf(t, p))
 	})
 
+	noPolicies := func(c *Config) { c.NetworkPolicies = false }
 	withoutGrant := cp.ServiceAccount(t, "flowtel", "no-namespace", noNamespace.Name)
 	t.Run("without the grant Start fails naming it", func(t *testing.T) {
-		_, err := run(t, withoutGrant, func(*Config) {})
+		_, err := run(t, withoutGrant, noPolicies)
 		require.Error(t, err)
 		t.Logf("start without get on namespaces: %v", err)
 		assert.Contains(t, err.Error(), "get namespaces: forbidden by RBAC")
@@ -93,7 +97,7 @@ func TestClusterUIDFromKubeAPIServer(t *testing.T) {
 		assert.Contains(t, err.Error(), "or set cluster_uid")
 	})
 	t.Run("without the grant and wait_for_sync false, records carry none", func(t *testing.T) {
-		p, err := run(t, withoutGrant, func(c *Config) { c.WaitForSync = false })
+		p, err := run(t, withoutGrant, func(c *Config) { noPolicies(c); c.WaitForSync = false })
 		require.NoError(t, err)
 		// Records are shed (counted not_synced) until every cache is filled,
 		// not only the Nodes': wait for all of them, as a busy machine may not.
@@ -101,7 +105,7 @@ func TestClusterUIDFromKubeAPIServer(t *testing.T) {
 		assert.Equal(t, "", clusterUIDOf(t, p))
 	})
 	t.Run("configured cluster_uid needs no grant", func(t *testing.T) {
-		p, err := run(t, withoutGrant, func(c *Config) { c.ClusterUID = "prod-eu-1" })
+		p, err := run(t, withoutGrant, func(c *Config) { noPolicies(c); c.ClusterUID = "prod-eu-1" })
 		require.NoError(t, err)
 		assert.Equal(t, "prod-eu-1", clusterUIDOf(t, p))
 	})

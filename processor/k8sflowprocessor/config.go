@@ -59,6 +59,12 @@ type Config struct {
 	// HoldMaxRecords bounds the records held at once; a record that finds
 	// the hold full is exported unresolved at once (counted as shed).
 	HoldMaxRecords int `mapstructure:"hold_max_records"`
+	// NetworkPolicies names, in each record, the Kubernetes NetworkPolicy
+	// and rule that admitted the connection on this Node's Pod's side(s),
+	// evaluated as the policies and labels stood at its start (decision
+	// D12). It watches NetworkPolicies, Namespaces and, with pods: local,
+	// every Pod's labels and named ports cluster-wide (for rule peers).
+	NetworkPolicies bool `mapstructure:"network_policies"`
 
 	_ struct{}
 }

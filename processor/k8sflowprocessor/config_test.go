@@ -15,9 +15,10 @@ func TestLoadConfig(t *testing.T) {
 	t.Setenv(NodeNameEnv, "env-node")
 	node := func(name string) *Config {
 		return &Config{NodeName: name, Pods: PodsLocal, AuthType: "serviceAccount", WaitForSync: true,
-			WaitForSyncTimeout: time.Minute, DeletedPodRetention: 5 * time.Minute, HoldUnresolved: 5 * time.Second, HoldMaxRecords: 10000}
+			WaitForSyncTimeout: time.Minute, DeletedPodRetention: 5 * time.Minute, HoldUnresolved: 5 * time.Second, HoldMaxRecords: 10000, NetworkPolicies: true}
 	}
-	named, slow, longHold, noHold := node("node-a"), node("node-b"), node("node-a"), node("node-a")
+	named, slow, longHold, noHold, noPolicies := node("node-a"), node("node-b"), node("node-a"), node("node-a"), node("node-a")
+	noPolicies.NetworkPolicies = false
 	named.ClusterUID, slow.WaitForSyncTimeout = "3f8e2c1a-prod-eu-1", 3*time.Minute
 	longHold.HoldUnresolved, longHold.HoldMaxRecords = 10*time.Second, 500
 	noHold.HoldUnresolved = 0
@@ -25,11 +26,12 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "", Want: node("node-a")},
 		{Name: "gateway", Want: &Config{NodeName: "env-node", Pods: PodsAll, PodLabels: true, AuthType: "kubeConfig",
 			KubeConfig: "/etc/flowtel/kubeconfig", WaitForSyncTimeout: time.Minute, DeletedPodRetention: 2 * time.Minute,
-			HoldUnresolved: 5 * time.Second, HoldMaxRecords: 10000}},
+			HoldUnresolved: 5 * time.Second, HoldMaxRecords: 10000, NetworkPolicies: true}},
 		{Name: "named_cluster", Want: named},
 		{Name: "slow_api", Want: slow},
 		{Name: "long_hold", Want: longHold},
 		{Name: "no_hold", Want: noHold},
+		{Name: "no_policies", Want: noPolicies},
 		{Name: "no_node", Err: "node_name: required with pods: local (got none); set it, or the K8S_NODE_NAME environment variable, to the Node this collector runs on"},
 		{Name: "bad_pods", Err: `pods: unknown scope (got "some"); set local (this Node's Pods) or all (every Pod)`},
 		{Name: "bad_auth", Err: `auth_type: unknown (got "token"); set serviceAccount (in a Pod) or kubeConfig`},
@@ -52,6 +54,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, 5*time.Minute, cfg.DeletedPodRetention)
 	assert.Equal(t, 5*time.Second, cfg.HoldUnresolved)
 	assert.Equal(t, 10000, cfg.HoldMaxRecords)
+	assert.True(t, cfg.NetworkPolicies)
 	require.NoError(t, confmap.Validate(cfg))
 
 	t.Setenv(NodeNameEnv, "")

@@ -43,6 +43,7 @@ func createDefaultConfig() component.Config {
 		DeletedPodRetention: k8sindex.DefaultDeletedPodRetention,
 		HoldUnresolved:      DefaultHoldUnresolved,
 		HoldMaxRecords:      DefaultHoldMaxRecords,
+		NetworkPolicies:     true,
 	}
 }
 

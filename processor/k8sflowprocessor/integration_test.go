@@ -26,17 +26,13 @@ import (
 // objects created through the API, informers synced, updates and deletions
 // reflected, and RBAC with the documented ClusterRole.
 func TestAgainstKubeAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the real kube-apiserver test needs the control-plane binaries (testbed/controlplane/build.sh)")
-	}
-	cp, granted := startWithRole(t)
+	cp, granted := clusterWithRole(t)
 	ctx := context.Background()
 	admin := cp.Admin
 	denied := cp.ServiceAccount(t, "flowtel", "no-rights")
 
-	// Nodes (addresses through the status subresource), Pods (bound to a
-	// Node; IPs and phase through the status subresource), Services.
-	createNodes(t, admin)
+	// Nodes (addresses through the status subresource, by clusterWithRole),
+	// Pods (bound to a Node; IPs and phase through the status subresource), Services.
 	createPod(t, admin, "web-a", "node-a", v4.webA, v6.webA)
 	createPod(t, admin, "db-b", "node-b", v4.dbB, v6.dbB)
 	_, err := admin.CoreV1().Services("default").Create(ctx, &corev1.Service{
@@ -141,13 +137,9 @@ func createNodes(t *testing.T, c kubernetes.Interface) {
 // its connections, IPv4 and IPv6, with the default hold; an address no Pod
 // ever gets is exported unresolved once the hold is up, and counted.
 func TestLateIdentityAgainstKubeAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the real kube-apiserver test needs the control-plane binaries (testbed/controlplane/build.sh)")
-	}
-	cp, granted := startWithRole(t)
+	cp, granted := clusterWithRole(t)
 	ctx := context.Background()
 	admin := cp.Admin
-	createNodes(t, admin)
 	createPod(t, admin, "late", "node-a") // scheduled, no IP yet
 
 	cfg := nodeConfig("node-a") // the default hold_unresolved
@@ -210,6 +202,19 @@ func readClusterRole(t *testing.T) *rbacv1.ClusterRole {
 	var role rbacv1.ClusterRole
 	require.NoError(t, utilyaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&role))
 	return &role
+}
+
+// clusterWithRole skips under -short, starts the real kube-apiserver with
+// the README's ClusterRole and a ServiceAccount granted it, and creates the
+// test cluster's Nodes.
+func clusterWithRole(t *testing.T) (cp *controlplane.ControlPlane, granted string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the real kube-apiserver test needs the control-plane binaries (testbed/controlplane/build.sh)")
+	}
+	cp, granted = startWithRole(t)
+	createNodes(t, cp.Admin)
+	return cp, granted
 }
 
 // startWithRole starts the real kube-apiserver with the README's ClusterRole

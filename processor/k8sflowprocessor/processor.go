@@ -35,6 +35,8 @@ type k8sFlowProcessor struct {
 	// hold keeps records whose local endpoint is not resolved yet (nil
 	// with hold_unresolved: 0).
 	hold *holdBuffer
+	// policies counts the policy verdicts of enrich (network_policies).
+	policies policyCounts
 }
 
 func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now func() time.Time) (*k8sFlowProcessor, error) {
@@ -43,6 +45,7 @@ func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now fu
 		NodeName:            cfg.NodeName,
 		AllPods:             cfg.Pods == PodsAll,
 		PodLabels:           cfg.PodLabels,
+		NetworkPolicies:     cfg.NetworkPolicies,
 		DeletedPodRetention: cfg.DeletedPodRetention,
 	})
 	tel, err := newTelemetry(set.TelemetrySettings, ix)
@@ -197,6 +200,7 @@ func (p *k8sFlowProcessor) record(ctx context.Context, c *batchCounts) {
 	if c.unresolved > 0 {
 		t.ProcessorK8sFlowAddressesUnresolved.Add(ctx, c.unresolved, unknownPod)
 	}
+	p.policies.record(ctx, t.ProcessorK8sFlowPolicyVerdicts)
 	for _, h := range []struct {
 		n   int64
 		set metric.MeasurementOption
@@ -231,6 +235,9 @@ func (p *k8sFlowProcessor) enrich(r *flowrecord.Record) (reason string, unresolv
 		if sp := v.Service(r.OriginalDestinationAddress, r.OriginalDestinationPort, r.Protocol); sp != nil {
 			r.Service = flowrecord.Service{PortName: sp.PortName, UID: sp.UID, Address: r.OriginalDestinationAddress, Port: r.OriginalDestinationPort}
 		}
+	}
+	if p.cfg.NetworkPolicies {
+		p.attributePolicies(v, r, local, flowrecord.RuleActionNone)
 	}
 	v.Done()
 

@@ -34,7 +34,10 @@ func metricValues(t *testing.T, tt *componenttest.Telemetry, name string) map[st
 	switch d := m.Data.(type) {
 	case metricdata.Sum[int64]:
 		for _, dp := range d.DataPoints {
-			r, _ := dp.Attributes.Value("reason")
+			r, ok := dp.Attributes.Value("reason")
+			if !ok {
+				r, _ = dp.Attributes.Value("outcome")
+			}
 			out[r.AsString()] += dp.Value
 		}
 	case metricdata.Gauge[int64]:

@@ -511,7 +511,9 @@ func readRows(conn clickhouse.Conn, c Case) ([]Row, error) {
 	rows, err := conn.Query(context.Background(), `SELECT sourceIP, destinationIP, sourceTransportPort, destinationTransportPort, flowType,
 		sourcePodName, sourceNodeName, sourceEndpointKind, destinationPodName, destinationNodeName, destinationEndpointKind,
 		destinationServicePortName, correlationState, octetTotalCount, reverseOctetTotalCount,
-		packetTotalCount, reversePacketTotalCount, proxySnatIP, proxySnatPort, tcpState
+		packetTotalCount, reversePacketTotalCount, proxySnatIP, proxySnatPort, tcpState,
+		concat(ingressNetworkPolicyNamespace, '/', ingressNetworkPolicyName, '/', ingressNetworkPolicyRuleName, '/', toString(ingressNetworkPolicyRuleAction)),
+		concat(egressNetworkPolicyNamespace, '/', egressNetworkPolicyName, '/', egressNetworkPolicyRuleName, '/', toString(egressNetworkPolicyRuleAction))
 		FROM flowtel_e2e.flows WHERE sourceTransportPort = ? AND protocolIdentifier = ? ORDER BY flowEndSeconds, octetTotalCount, reverseOctetTotalCount, timeInserted`, c.Sport, proto)
 	if err != nil {
 		return nil, err
@@ -523,7 +525,8 @@ func readRows(conn clickhouse.Conn, c Case) ([]Row, error) {
 		if err := rows.Scan(&r.SourceIP, &r.DestinationIP, &r.SourcePort, &r.DestinationPort, &r.FlowType,
 			&r.SourcePod, &r.SourceNode, &r.SourceKind, &r.DestinationPod, &r.DestinationNode, &r.DstKnd,
 			&r.ServicePortName, &r.CorrelationState, &r.OctetTotal, &r.ReverseOctetTotal,
-			&r.PacketTotal, &r.ReversePacketTotal, &r.ProxySNATIP, &r.ProxySNATPort, &r.TCPState); err != nil {
+			&r.PacketTotal, &r.ReversePacketTotal, &r.ProxySNATIP, &r.ProxySNATPort, &r.TCPState,
+			&r.IngressPolicy, &r.EgressPolicy); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

@@ -49,6 +49,9 @@ type Expect struct {
 	CorrelationState string
 	SourceIsClient   bool // the source address is the real client (not a SNAT address)
 	NoSNAT           bool // no proxy SNAT address or port
+	// IngressPolicy / EgressPolicy: "namespace/name/rule/action" of the
+	// NetworkPolicy fields (action as its number); "" = not checked.
+	IngressPolicy, EgressPolicy string
 }
 
 // The scenario's traffic: each connection sends requestBytes and receives
@@ -133,6 +136,7 @@ type Row struct {
 	ProxySNATIP                             string
 	ProxySNATPort                           uint16
 	TCPState                                string
+	IngressPolicy, EgressPolicy             string // namespace/name/rule/action
 }
 
 // Check compares a row with a case's expectations and lists every difference.
@@ -152,6 +156,8 @@ func (c Case) Check(r Row, client netip.Addr) []string {
 	want("destinationNodeName", r.DestinationNode, e.DestinationNode, e.DestinationNode != "")
 	want("destinationEndpointKind", r.DstKnd, e.DestinationKind, e.DestinationKind != "")
 	want("destinationServicePortName", r.ServicePortName, e.ServicePortName, e.ServicePortName != "")
+	want("ingressNetworkPolicy", r.IngressPolicy, e.IngressPolicy, e.IngressPolicy != "")
+	want("egressNetworkPolicy", r.EgressPolicy, e.EgressPolicy, e.EgressPolicy != "")
 	want("correlationState", r.CorrelationState, e.CorrelationState, e.CorrelationState != "")
 	want("sourceTransportPort", r.SourcePort, c.Sport, true)
 	want("sourceIP", r.SourceIP, client.String(), e.SourceIsClient || strings.HasPrefix(c.From, "pod:") || strings.HasPrefix(c.From, "node:"))

@@ -41,7 +41,8 @@ type sinkRecord struct {
 	OctetTotal, ReverseOctetTotal     uint64
 	PacketTotal, ReversePacketTotal   uint64
 	SourceIP, DestinationIP, Exporter string
-	ies                               int // IPFIX: information elements in the record
+	IngressPolicy, EgressPolicy       string // namespace/name/rule/action, as Row
+	ies                               int    // IPFIX: information elements in the record
 }
 
 // later orders two records of one connection: the final one has the latest end
@@ -97,6 +98,8 @@ func (r sinkRecord) sameAs(ch Row) []string {
 	cmp("destinationIP", r.DestinationIP, ch.DestinationIP)
 	cmp("octetTotalCount", r.OctetTotal, ch.OctetTotal)
 	cmp("reverseOctetTotalCount", r.ReverseOctetTotal, ch.ReverseOctetTotal)
+	cmp("ingressNetworkPolicy", r.IngressPolicy, ch.IngressPolicy)
+	cmp("egressNetworkPolicy", r.EgressPolicy, ch.EgressPolicy)
 	if r.ies != 0 && r.ies != 70 {
 		bad = append(bad, fmt.Sprintf("%d information elements, want the 70 of Antrea's aggregate layout", r.ies))
 	}
@@ -113,6 +116,9 @@ func (r sinkRecord) sameAs(ch Row) []string {
 func fromIPFIX(r ipfixcollector.Record) sinkRecord {
 	f := r.Fields
 	u := func(name string) uint64 { v, _ := strconv.ParseUint(f[name], 10, 64); return v }
+	policy := func(dir string) string {
+		return policyString(f[dir+"NetworkPolicyNamespace"], f[dir+"NetworkPolicyName"], f[dir+"NetworkPolicyRuleName"], u(dir+"NetworkPolicyRuleAction"))
+	}
 	src, dst := f["sourceIPv4Address"], f["destinationIPv4Address"]
 	if src == "" {
 		src, dst = f["sourceIPv6Address"], f["destinationIPv6Address"]
@@ -125,7 +131,13 @@ func fromIPFIX(r ipfixcollector.Record) sinkRecord {
 		OctetTotal: u("octetTotalCount"), ReverseOctetTotal: u("reverseOctetTotalCount"),
 		PacketTotal: u("packetTotalCount"), ReversePacketTotal: u("reversePacketTotalCount"),
 		SourceIP: src, DestinationIP: dst, ies: len(r.Names),
+		IngressPolicy: policy("ingress"), EgressPolicy: policy("egress"),
 	}
+}
+
+// policyString is a policy's fields as Row and Expect hold them.
+func policyString(namespace, name, rule string, action uint64) string {
+	return fmt.Sprintf("%s/%s/%s/%d", namespace, name, rule, action)
 }
 
 // fromFlowRecord reads the compared fields out of a decoded OTLP flow record.
@@ -147,6 +159,8 @@ func fromFlowRecord(r *flowrecord.Record) sinkRecord {
 		OctetTotal: r.Stats.OctetTotal, ReverseOctetTotal: r.ReverseStats.OctetTotal,
 		PacketTotal: r.Stats.PacketTotal, ReversePacketTotal: r.ReverseStats.PacketTotal,
 		SourceIP: addr(r.Source.Address), DestinationIP: addr(r.Destination.Address),
+		IngressPolicy: policyString(r.IngressPolicy.Namespace, r.IngressPolicy.Name, r.IngressPolicy.RuleName, uint64(r.IngressPolicy.RuleAction)),
+		EgressPolicy:  policyString(r.EgressPolicy.Namespace, r.EgressPolicy.Name, r.EgressPolicy.RuleName, uint64(r.EgressPolicy.RuleAction)),
 	}
 }
 

@@ -30,6 +30,7 @@ type TelemetryBuilder struct {
 	registrations                       []metric.Registration
 	ProcessorK8sFlowAddressesUnresolved metric.Int64Counter
 	ProcessorK8sFlowCacheObjects        metric.Int64ObservableGauge
+	ProcessorK8sFlowPolicyVerdicts      metric.Int64Counter
 	ProcessorK8sFlowRecordsDropped      metric.Int64Counter
 	ProcessorK8sFlowRecordsEnriched     metric.Int64Counter
 	ProcessorK8sFlowRecordsHeld         metric.Int64Counter
@@ -100,6 +101,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_k8s_flow_cache_objects",
 		metric.WithDescription("Objects in the Kubernetes cache, by resource. [Development]"),
 		metric.WithUnit("{object}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorK8sFlowPolicyVerdicts, err = builder.meter.Int64Counter(
+		"otelcol_processor_k8s_flow_policy_verdicts",
+		metric.WithDescription("NetworkPolicy evaluations of a local Pod's side of a record (ingress of a local destination Pod, egress of a local source Pod), by outcome (network_policies). [Development]"),
+		metric.WithUnit("{evaluation}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorK8sFlowRecordsDropped, err = builder.meter.Int64Counter(

@@ -51,6 +51,22 @@ func AssertEqualProcessorK8sFlowCacheObjects(t *testing.T, tt *componenttest.Tel
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorK8sFlowPolicyVerdicts(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_k8s_flow_policy_verdicts",
+		Description: "NetworkPolicy evaluations of a local Pod's side of a record (ingress of a local destination Pod, egress of a local source Pod), by outcome (network_policies). [Development]",
+		Unit:        "{evaluation}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_k8s_flow_policy_verdicts")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorK8sFlowRecordsDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_k8s_flow_records_dropped",

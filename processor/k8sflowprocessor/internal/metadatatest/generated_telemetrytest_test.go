@@ -25,6 +25,7 @@ func TestSetupTelemetry(t *testing.T) {
 		return nil
 	}))
 	tb.ProcessorK8sFlowAddressesUnresolved.Add(context.Background(), 1)
+	tb.ProcessorK8sFlowPolicyVerdicts.Add(context.Background(), 1)
 	tb.ProcessorK8sFlowRecordsDropped.Add(context.Background(), 1)
 	tb.ProcessorK8sFlowRecordsEnriched.Add(context.Background(), 1)
 	tb.ProcessorK8sFlowRecordsHeld.Add(context.Background(), 1)
@@ -33,6 +34,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorK8sFlowCacheObjects(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorK8sFlowPolicyVerdicts(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorK8sFlowRecordsDropped(t, testTel,

@@ -1,0 +1,378 @@
+// Package netpol evaluates Kubernetes NetworkPolicies (networking.k8s.io/v1)
+// for one connection, as they stood when it started (decision D12): which
+// policies isolate the destination Pod for ingress and the source Pod for
+// egress, and which of their rules admits the connection.
+//
+// The package holds no state of its own: a Cluster (internal/k8sindex, with
+// its bounded history) answers which policies and Namespace labels applied at
+// a time, and the caller describes the two endpoints as it resolved them.
+//
+// Semantics, per direction:
+//   - A Pod is isolated for ingress (egress) when a policy in its Namespace
+//     selects it and lists that policy type; policyTypes left out means
+//     Ingress, plus Egress when the policy has egress rules.
+//   - Node endpoints (host network) and external addresses are never
+//     selected: that side has no policy.
+//   - A connection is admitted when any rule of any isolating policy admits
+//     it: its peers (none = every peer) and its ports (none = every port and
+//     protocol) both match. A peer is a podSelector (Pods of the policy's
+//     Namespace), a namespaceSelector (Pods of matching Namespaces), both
+//     (matching Pods of matching Namespaces), or an ipBlock (the address is
+//     in the CIDR and in none of its excepts; Pods, Nodes and external
+//     addresses alike). A port is a protocol (default TCP) with a number, a
+//     range (port..endPort), a name (resolved against the destination Pod's
+//     container ports of that protocol) or nothing (every port).
+//   - Several admitting policies: the first by name is named, and in it the
+//     first admitting rule. NetworkPolicies are additive allow lists with no
+//     precedence, so each one alone would admit the connection; a fixed
+//     order makes every export of a connection, from either Node, name the
+//     same policy. An isolated side no rule admits is denied and names the
+//     first isolating policy by name, with no rule.
+//   - Rules are named by direction and their index in the policy's list:
+//     "ingress-0" is spec.ingress[0], "egress-2" spec.egress[2]. Kubernetes
+//     rules have no names; the index is stable while the policy is not
+//     edited and says which rule to read.
+//
+// When the answer depends on what the caller does not know (a peer Pod's
+// labels, the destination Pod's container ports for a named port) and no
+// rule admits the connection on what is known, the verdict is Undetermined.
+package netpol
+
+import (
+	"net/netip"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+)
+
+// IANA protocol numbers NetworkPolicy ports name.
+const (
+	ProtocolTCP  uint8 = 6
+	ProtocolUDP  uint8 = 17
+	ProtocolSCTP uint8 = 132
+)
+
+// Policy is a NetworkPolicy in the form evaluation needs.
+type Policy struct {
+	Namespace, Name, UID string
+	// PodSelector selects the Pods of Namespace the policy applies to.
+	PodSelector labels.Selector
+	// Ingress and Egress are the policy types it isolates for.
+	Ingress, Egress           bool
+	IngressRules, EgressRules []Rule
+}
+
+// Rule is one ingress or egress rule.
+type Rule struct {
+	// Name is "ingress-<index>" or "egress-<index>" (package doc).
+	Name string
+	// Peers nil or empty: every peer.
+	Peers []Peer
+	// Ports nil or empty: every port and protocol.
+	Ports []Port
+}
+
+// Peer is one from/to entry. Pods and Namespaces nil with Block set is an
+// ipBlock; Namespaces nil alone means the policy's own Namespace.
+type Peer struct {
+	Pods, Namespaces labels.Selector
+	Block            *IPBlock
+}
+
+// IPBlock is a CIDR minus its excepts (masked prefixes).
+type IPBlock struct {
+	CIDR   netip.Prefix
+	Except []netip.Prefix
+}
+
+// Port is one ports entry: Protocol with Port (0: every port), up to EndPort
+// (0: Port alone), or the container port called Name.
+type Port struct {
+	Protocol      uint8
+	Port, EndPort uint16
+	Name          string
+}
+
+// ContainerPort is a named port of a Pod's containers.
+type ContainerPort struct {
+	Name     string
+	Protocol uint8
+	Port     uint16
+}
+
+// Endpoint is one side of a connection as the caller resolved it.
+type Endpoint struct {
+	Address netip.Addr
+	Kind    flowrecord.EndpointKind
+	// Pod identity: Namespace, Labels (nil: not known, as for a Pod on
+	// another Node this caller does not watch) and the containers' named
+	// ports (PortsKnown false: not known).
+	Namespace  string
+	Labels     map[string]string
+	Ports      []ContainerPort
+	PortsKnown bool
+}
+
+// known reports whether the endpoint's Pod labels are known.
+func (e *Endpoint) known() bool { return e.Kind == flowrecord.EndpointPod && e.Labels != nil }
+
+// Connection is what evaluation needs of a flow.
+type Connection struct {
+	Protocol    uint8
+	Source      Endpoint
+	Destination Endpoint
+	// Port is the destination port the policy ports match (after DNAT).
+	Port uint16
+	// Start is when the connection started: policies and labels as of then.
+	Start time.Time
+}
+
+// Cluster answers what applied at a time.
+type Cluster interface {
+	// Policies returns the NetworkPolicies of namespace as of t, sorted by
+	// name; the caller does not modify the slice.
+	Policies(namespace string, t time.Time) []*Policy
+	// NamespaceLabels returns a Namespace's labels as of t; false when unknown.
+	NamespaceLabels(namespace string, t time.Time) (map[string]string, bool)
+}
+
+// Outcome is a verdict's kind.
+type Outcome uint8
+
+const (
+	// Unisolated: no policy selects the Pod for this direction, or the
+	// endpoint is not a Pod (Node, external): the side has no policy.
+	Unisolated Outcome = iota
+	// Allowed: a rule of Policy (RuleName) admits the connection.
+	Allowed
+	// Denied: the Pod is isolated (by Policy, the first by name) and no rule admits it.
+	Denied
+	// Undetermined: no rule admits it on what is known, but one might on what is not.
+	Undetermined
+)
+
+var outcomeNames = [...]string{"unisolated", "allowed", "denied", "undetermined"}
+
+func (o Outcome) String() string { return outcomeNames[o] }
+
+// Verdict is one direction's answer.
+type Verdict struct {
+	Outcome Outcome
+	// Policy is the admitting (Allowed) or isolating (Denied, Undetermined) policy.
+	Policy   *Policy
+	RuleName string
+}
+
+// Observed is the record's policy fields for a connection the datapath let
+// through (a conntrack record): the admitting policy and rule with action
+// Allow; nothing for any other outcome (an unisolated side has no policy,
+// and a denial the datapath did not enforce is not claimed).
+func (v Verdict) Observed() flowrecord.Policy {
+	if v.Outcome != Allowed {
+		return flowrecord.Policy{}
+	}
+	return v.fields(flowrecord.RuleActionAllow)
+}
+
+// Denied is the record's policy fields for a connection the datapath
+// dropped or rejected (action, as it reported): on a Denied side the
+// isolating policy with that action and no rule; an Allowed side names its
+// admitting policy (the other direction denied it); nothing otherwise.
+func (v Verdict) Denied(action flowrecord.RuleAction) flowrecord.Policy {
+	switch v.Outcome {
+	case Allowed:
+		return v.fields(flowrecord.RuleActionAllow)
+	case Denied:
+		return v.fields(action)
+	}
+	return flowrecord.Policy{}
+}
+
+func (v Verdict) fields(action flowrecord.RuleAction) flowrecord.Policy {
+	return flowrecord.Policy{
+		Type: flowrecord.PolicyTypeK8sNetworkPolicy, Namespace: v.Policy.Namespace, Name: v.Policy.Name,
+		UID: v.Policy.UID, RuleName: v.RuleName, RuleAction: action,
+	}
+}
+
+// Evaluate returns the ingress verdict (policies selecting the destination
+// Pod) with isIngress, else the egress verdict (policies selecting the
+// source Pod).
+func Evaluate(c Cluster, conn *Connection, isIngress bool) Verdict {
+	subject, peer := &conn.Destination, &conn.Source
+	if !isIngress {
+		subject, peer = peer, subject
+	}
+	if subject.Kind != flowrecord.EndpointPod || subject.Namespace == "" {
+		return Verdict{}
+	}
+	var (
+		v         Verdict
+		uncertain bool
+	)
+	for _, p := range c.Policies(subject.Namespace, conn.Start) {
+		rules := p.IngressRules
+		if !isIngress {
+			rules = p.EgressRules
+		}
+		if (isIngress && !p.Ingress) || (!isIngress && !p.Egress) {
+			continue
+		}
+		switch m := p.PodSelector.Matches(labels.Set(subject.Labels)); {
+		case !subject.known():
+			// The subject's labels are not known: whether p selects it is
+			// not either (an empty selector selects every Pod).
+			if !p.PodSelector.Empty() {
+				uncertain = true
+				continue
+			}
+		case !m:
+			continue
+		}
+		if v.Policy == nil {
+			v = Verdict{Outcome: Denied, Policy: p}
+		}
+		for i := range rules {
+			switch ruleMatches(c, conn, p, &rules[i], peer) {
+			case yes:
+				return Verdict{Outcome: Allowed, Policy: p, RuleName: rules[i].Name}
+			case maybe:
+				uncertain = true
+			}
+		}
+	}
+	if uncertain {
+		v.Outcome = Undetermined
+	}
+	return v
+}
+
+// tri is a three-valued match.
+type tri uint8
+
+const (
+	no tri = iota
+	yes
+	maybe
+)
+
+func and(a, b tri) tri {
+	if a == no || b == no {
+		return no
+	}
+	if a == maybe || b == maybe {
+		return maybe
+	}
+	return yes
+}
+
+func ruleMatches(c Cluster, conn *Connection, p *Policy, r *Rule, peer *Endpoint) tri {
+	ports := anyOf(len(r.Ports), func(i int) tri { return portMatches(&r.Ports[i], conn) })
+	if ports == no {
+		return no
+	}
+	return and(ports, anyOf(len(r.Peers), func(i int) tri { return peerMatches(c, conn, p, &r.Peers[i], peer) }))
+}
+
+// anyOf is the match of a list of n alternatives: an empty list matches
+// everything; else yes if one matches, maybe if one might.
+func anyOf(n int, match func(int) tri) tri {
+	if n == 0 {
+		return yes
+	}
+	out := no
+	for i := 0; i < n; i++ {
+		switch match(i) {
+		case yes:
+			return yes
+		case maybe:
+			out = maybe
+		}
+	}
+	return out
+}
+
+func portMatches(pt *Port, conn *Connection) tri {
+	if pt.Protocol != conn.Protocol {
+		return no
+	}
+	if pt.Name != "" {
+		dst := &conn.Destination
+		if dst.Kind != flowrecord.EndpointPod {
+			return no
+		}
+		if !dst.PortsKnown {
+			return maybe
+		}
+		for _, cp := range dst.Ports {
+			if cp.Name == pt.Name && cp.Protocol == pt.Protocol && cp.Port == conn.Port {
+				return yes
+			}
+		}
+		return no
+	}
+	switch {
+	case pt.Port == 0:
+		return yes
+	case pt.EndPort == 0:
+		return boolTri(conn.Port == pt.Port)
+	default:
+		return boolTri(conn.Port >= pt.Port && conn.Port <= pt.EndPort)
+	}
+}
+
+func peerMatches(c Cluster, conn *Connection, p *Policy, pe *Peer, peer *Endpoint) tri {
+	if pe.Block != nil {
+		a := peer.Address.Unmap()
+		if !pe.Block.CIDR.Contains(a) {
+			return no
+		}
+		for _, e := range pe.Block.Except {
+			if e.Contains(a) {
+				return no
+			}
+		}
+		return yes
+	}
+	if peer.Kind != flowrecord.EndpointPod {
+		return no // selectors select Pods only
+	}
+	ns := yes
+	if pe.Namespaces == nil {
+		if peer.Namespace == "" {
+			return maybe
+		}
+		ns = boolTri(peer.Namespace == p.Namespace)
+	} else if !pe.Namespaces.Empty() {
+		if peer.Namespace == "" {
+			return maybe
+		}
+		nsLabels, ok := c.NamespaceLabels(peer.Namespace, conn.Start)
+		if !ok {
+			ns = maybe
+		} else {
+			ns = boolTri(pe.Namespaces.Matches(labels.Set(nsLabels)))
+		}
+	}
+	if ns == no {
+		return no
+	}
+	pods := yes
+	if pe.Pods != nil && !pe.Pods.Empty() {
+		if !peer.known() {
+			pods = maybe
+		} else {
+			pods = boolTri(pe.Pods.Matches(labels.Set(peer.Labels)))
+		}
+	}
+	return and(ns, pods)
+}
+
+func boolTri(b bool) tri {
+	if b {
+		return yes
+	}
+	return no
+}
