@@ -34,25 +34,30 @@ func (c *policyCounts) record(ctx context.Context, counter metric.Int64Counter) 
 // they stood at its start (decision D12), for the sides whose Pod runs on
 // local: ingress when the destination Pod does, egress when the source Pod
 // does, as the Node that enforces a Pod's policies is the one that knows
-// them and the gateway merges the halves (Antrea's split). action is
-// RuleActionNone for a connection the datapath let through (conntrack): an
-// admitting policy is named with Allow, nothing else is claimed. A denied
-// connection's record passes the datapath's action (Drop or Reject): the
-// denied side names the isolating policy with it.
-//
-// The denied-connection path calls it with a resolved record (endpoints
-// named by ResolveEndpoint) and the view it resolved them under.
-func (p *k8sFlowProcessor) attributePolicies(v k8sindex.View, r *flowrecord.Record, local string, action flowrecord.RuleAction) {
+// them and the gateway merges the halves (Antrea's split). A side that
+// comes in without an action is a connection the datapath let through
+// (conntrack): an admitting policy is named with Allow, nothing else is
+// claimed. A side that comes in with Drop or Reject is the conntrack
+// receiver's denied-connection record (the NFLOG rule's action): it names
+// the isolating policy with that action, or the action alone when no
+// known policy isolated the Pod (the CNI dropped it for its own reasons, or
+// the policy is not known yet): the datapath is not contradicted.
+func (p *k8sFlowProcessor) attributePolicies(v k8sindex.View, r *flowrecord.Record, local string) {
 	set := func(dst *flowrecord.Policy, ep *flowrecord.Endpoint, ingress bool) {
 		if ep.Kind != flowrecord.EndpointPod || ep.NodeName != local {
 			return // another Node's side, or no Pod: that Node says, or there is no policy
 		}
 		verdict := v.PolicyVerdict(r, ingress)
 		p.policies[verdict.Outcome].Add(1)
-		if action == flowrecord.RuleActionNone {
-			*dst = verdict.Observed()
+		if action := dst.RuleAction; action == flowrecord.RuleActionDrop || action == flowrecord.RuleActionReject {
+			// The datapath's action is what happened; a policy is named only
+			// when the evaluation agrees that one isolated the Pod.
+			*dst = flowrecord.Policy{RuleAction: action}
+			if verdict.Outcome == netpol.Denied {
+				*dst = verdict.Denied(action)
+			}
 		} else {
-			*dst = verdict.Denied(action)
+			*dst = verdict.Observed()
 		}
 	}
 	set(&r.IngressPolicy, &r.Destination, true)

@@ -71,16 +71,19 @@ func TestPolicyAttribution(t *testing.T) {
 	require.Empty(t, first(nodeB.enrich(r)))
 	assert.Equal(t, flowrecord.Policy{}, r.IngressPolicy, "web-a's side is node-a's to say")
 
-	// The denied-connection path: the datapath dropped db-b → web-a:9090;
-	// the record names the isolating policy with its action, and no rule.
+	// db-b → web-a:9090 is admitted by no rule. As a conntrack record
+	// (no action) nothing is claimed; as the receiver's denied-connection
+	// record (the NFLOG rule's Drop on the ingress side) it names the
+	// isolating policy with that action, and no rule.
 	r = flowCase{reporter: "node-a", src: hp(v4.dbB, 40000), dst: hp(v4.webA, 9090)}.record()
 	require.Empty(t, first(nodeA.enrich(r)))
 	assert.Equal(t, flowrecord.Policy{}, r.IngressPolicy, "a conntrack record: nothing claimed")
-	v := nodeA.ix.Read()
-	nodeA.attributePolicies(v, r, "node-a", flowrecord.RuleActionDrop)
-	v.Done()
+	r = flowCase{reporter: "node-a", src: hp(v4.dbB, 40000), dst: hp(v4.webA, 9090)}.record()
+	r.IngressPolicy.RuleAction = flowrecord.RuleActionDrop
+	require.Empty(t, first(nodeA.enrich(r)))
 	assert.Equal(t, flowrecord.Policy{Type: flowrecord.PolicyTypeK8sNetworkPolicy, Namespace: "default", Name: "allow-db", UID: "uid-allow-db",
 		RuleAction: flowrecord.RuleActionDrop}, r.IngressPolicy)
+	assert.Equal(t, flowrecord.Policy{}, r.EgressPolicy, "db-b's side is node-b's to say")
 
 	r = flowCase{reporter: "node-a", src: hp(v4.dbB, 40000), dst: hp(v4.webA, 8080)}.record()
 	require.Empty(t, first(nodeAOff.enrich(r)))

@@ -237,7 +237,7 @@ func (p *k8sFlowProcessor) enrich(r *flowrecord.Record) (reason string, unresolv
 		}
 	}
 	if p.cfg.NetworkPolicies {
-		p.attributePolicies(v, r, local, flowrecord.RuleActionNone)
+		p.attributePolicies(v, r, local)
 	}
 	v.Done()
 
