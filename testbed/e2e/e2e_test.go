@@ -458,6 +458,10 @@ func (b *bed) run(t *testing.T, c Case) {
 		require.ErrorContains(t, fmt.Errorf("%v: %s", err, out), "connection refused", c.Name)
 		return
 	}
+	if c.Denied {
+		require.Error(t, err, "%s: the connection went through: %s", c.Name, out)
+		return
+	}
 	require.NoError(t, err, "%s: %s", c.Name, out)
 }
 
@@ -491,6 +495,15 @@ func (b *bed) check(t *testing.T, cases []Case, timeout time.Duration) {
 					}
 				}
 			}
+			if c.Denied {
+				// Reported once, as denied: no row of the connection without the denial.
+				for _, r := range rows {
+					if r.IngressPolicy != c.Expect.IngressPolicy || r.CorrelationState == "unpaired" {
+						bad = append(bad, fmt.Sprintf("a %q row with ingress policy %q besides the denied one", r.CorrelationState, r.IngressPolicy))
+					}
+				}
+				t.Logf("%s: %d rows, states %v", c.Name, len(rows), rowStates(rows))
+			}
 			if len(bad) > 0 {
 				last[c.Name] = bad
 				still = append(still, c)
@@ -501,6 +514,14 @@ func (b *bed) check(t *testing.T, cases []Case, timeout time.Duration) {
 	for _, c := range pending {
 		t.Errorf("%s: %s", c.Name, strings.Join(last[c.Name], "; "))
 	}
+}
+
+func rowStates(rows []Row) []string {
+	var s []string
+	for _, r := range rows {
+		s = append(s, r.CorrelationState)
+	}
+	return s
 }
 
 func readRows(conn clickhouse.Conn, c Case) ([]Row, error) {

@@ -22,7 +22,11 @@ type Case struct {
 	// port); the SYN is answered by RST and the kernel destroys the entry at
 	// once, so only a DESTROY event reports it.
 	Refused bool
-	Expect  Expect
+	// Denied: the destination Node drops the connection's packets (a
+	// NetworkPolicy enforced by the test's iptables rules, logged to NFLOG);
+	// the client's SYNs go unanswered.
+	Denied bool
+	Expect Expect
 }
 
 // closedPort is where nothing listens in the scenario's Pods.
@@ -168,6 +172,13 @@ func (c Case) Check(r Row, client netip.Addr) []string {
 		// The SYN and the RST, nothing else.
 		if r.PacketTotal != 1 || r.ReversePacketTotal != 1 || r.TCPState != "CLOSE" {
 			bad = append(bad, fmt.Sprintf("refused: %d+%d packets in %q, want 1+1 (SYN, RST) in CLOSE", r.PacketTotal, r.ReversePacketTotal, r.TCPState))
+		}
+		return bad
+	}
+	if c.Denied {
+		// SYNs only, nothing came back.
+		if r.PacketTotal == 0 || r.ReversePacketTotal != 0 || r.ReverseOctetTotal != 0 {
+			bad = append(bad, fmt.Sprintf("denied: %d+%d packets, want the SYNs and nothing back", r.PacketTotal, r.ReversePacketTotal))
 		}
 		return bad
 	}
