@@ -197,7 +197,9 @@ scrape_configs:
 	}, 60*time.Second, 250*time.Millisecond, "Prometheus did not scrape the gateway")
 	grafana := strings.NewReplacer(`"$job"`, `".*"`, "$__rate_interval", "1m")
 	var evaluated, withSeries int
-	defer func() { t.Logf("%d expressions evaluated, %d of them on the gateway's metrics with series", evaluated, withSeries) }()
+	defer func() {
+		t.Logf("%d expressions evaluated, %d of them on the gateway's metrics with series", evaluated, withSeries)
+	}()
 	for id, expr := range promTargets(t) {
 		evaluated++
 		n, err := query(grafana.Replace(expr))
