@@ -103,8 +103,8 @@ const gatewayTLSName = "flowtel-gateway.flowtel.svc" // what the shipped node co
 // certificates from the environment the deployments set, and an overlay for
 // loopback: ports, no Kubernetes index, and short timers (certificates
 // reloaded every 500 ms instead of every minute, connections re-established
-// every 2 s).
-func startGateway(t *testing.T, dir, certFile, keyFile, clientCAFile string) (*bedcollector.Process, int) {
+// after connectionAge instead of an hour).
+func startGateway(t *testing.T, dir, certFile, keyFile, clientCAFile, connectionAge string) (*bedcollector.Process, int) {
 	t.Helper()
 	bin, err := bedcollector.Binary(repoRoot(), distributions.Gateway)
 	require.NoError(t, err)
@@ -117,7 +117,7 @@ receivers:
     protocols:
       grpc:
         endpoint: 127.0.0.1:%d
-        keepalive: {server_parameters: {max_connection_age: 2s, max_connection_age_grace: 2s}}
+        keepalive: {server_parameters: {max_connection_age: %s, max_connection_age_grace: 2s}}
         tls: {reload_interval: 500ms}
 processors:
   flow_correlation: {kubernetes: {enabled: false}}
@@ -125,7 +125,7 @@ service:
   telemetry:
     metrics:
       readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]
-`, health, otlpPort, metrics)
+`, health, otlpPort, connectionAge, metrics)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p, err := bedcollector.Start(ctx, bedcollector.Options{Name: "gateway", Binary: bin, Dir: dir,
@@ -270,7 +270,7 @@ func TestGatewayAuthenticatesAndRotates(t *testing.T) {
 	_, otherCert, otherKey := clientCA2.issue(t, dir, "other", x509.ExtKeyUsageClientAuth, nil, day)
 	_, expiredCert, expiredKey := clientCA1.issue(t, dir, "expired", x509.ExtKeyUsageClientAuth, nil, time.Now().Add(-time.Hour))
 
-	gw, port := startGateway(t, dir, gwCert, gwKey, clientCAFile)
+	gw, port := startGateway(t, dir, gwCert, gwKey, clientCAFile, "2s")
 	const accepted = "otelcol_receiver_accepted_log_records"
 
 	for name, cfg := range map[string]*tls.Config{
