@@ -104,7 +104,7 @@ const gatewayTLSName = "flowtel-gateway.flowtel.svc" // what the shipped node co
 // loopback: ports, no Kubernetes index, and short timers (certificates
 // reloaded every 500 ms instead of every minute, connections re-established
 // after connectionAge instead of an hour).
-func startGateway(t *testing.T, dir, certFile, keyFile, clientCAFile, connectionAge string) (*bedcollector.Process, int) {
+func startGateway(t *testing.T, dir, certFile, keyFile, clientCAFile, connectionAge string, extra ...string) (*bedcollector.Process, int) {
 	t.Helper()
 	bin, err := bedcollector.Binary(repoRoot(), distributions.Gateway)
 	require.NoError(t, err)
@@ -126,10 +126,16 @@ service:
     metrics:
       readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]
 `, health, otlpPort, connectionAge, metrics)
+	configs := []string{distributions.Config(distributions.Gateway)}
+	for i, e := range extra { // between the shipped file and the overlay
+		file := filepath.Join(dir, fmt.Sprintf("gateway-extra-%d.yaml", i))
+		require.NoError(t, os.WriteFile(file, []byte(e), 0o600))
+		configs = append(configs, file)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p, err := bedcollector.Start(ctx, bedcollector.Options{Name: "gateway", Binary: bin, Dir: dir,
-		Configs: []string{distributions.Config(distributions.Gateway)}, Config: overlay,
+		Configs: configs, Config: overlay,
 		Env:        []string{"FLOWTEL_TLS_CERT_FILE=" + certFile, "FLOWTEL_TLS_KEY_FILE=" + keyFile, "FLOWTEL_TLS_CLIENT_CA_FILE=" + clientCAFile},
 		HealthPort: health, MetricsPort: metrics})
 	require.NoError(t, err)
