@@ -19,6 +19,20 @@ import (
 	bedcollector "github.com/flowtel/flowtel/testbed/collector"
 )
 
+// gatewayAndNodeCert starts the built gateway (startGateway, connections
+// kept an hour) with certificates of a fresh server CA and client CA, and
+// returns it with the server CA and a node client certificate.
+func gatewayAndNodeCert(t *testing.T, extra ...string) (gw *bedcollector.Process, port int, serverCA *ca, nodeCert, nodeKey string) {
+	t.Helper()
+	dir := t.TempDir()
+	serverCA, clientCA := newTestCA(t, dir, "server-ca"), newTestCA(t, dir, "client-ca")
+	day := time.Now().Add(24 * time.Hour)
+	_, gwCert, gwKey := serverCA.issue(t, dir, "gateway", x509.ExtKeyUsageServerAuth, []string{gatewayTLSName}, day)
+	_, nodeCert, nodeKey = clientCA.issue(t, dir, "node", x509.ExtKeyUsageClientAuth, nil, day)
+	gw, port = startGateway(t, dir, gwCert, gwKey, clientCA.file, "1h", extra...)
+	return gw, port, serverCA, nodeCert, nodeKey
+}
+
 // metricWith sums a counter's samples whose labels contain label (e.g.
 // `reason="decode_error"`).
 func metricWith(t *testing.T, p *bedcollector.Process, name, label string) float64 {
@@ -42,12 +56,7 @@ func metricWith(t *testing.T, p *bedcollector.Process, name, label string) float
 // reason decode_error) with an error naming the attribute, and the good
 // records go through.
 func TestGatewayRefusesGarbagePerRecord(t *testing.T) {
-	dir := t.TempDir()
-	serverCA, clientCA := newTestCA(t, dir, "server-ca"), newTestCA(t, dir, "client-ca")
-	day := time.Now().Add(24 * time.Hour)
-	_, gwCert, gwKey := serverCA.issue(t, dir, "gateway", x509.ExtKeyUsageServerAuth, []string{gatewayTLSName}, day)
-	_, nodeCert, nodeKey := clientCA.issue(t, dir, "node", x509.ExtKeyUsageClientAuth, nil, day)
-	gw, port := startGateway(t, dir, gwCert, gwKey, clientCA.file, "1h")
+	gw, port, serverCA, nodeCert, nodeKey := gatewayAndNodeCert(t)
 
 	built := time.Now()
 	ld := plog.NewLogs()

@@ -4,7 +4,6 @@ package deploy_test
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -48,13 +47,8 @@ func halves(from, n int) plog.Logs {
 // bounded, and every record sent is accepted by the receiver and received by
 // flow_correlation: nothing goes missing.
 func TestGatewayOverload(t *testing.T) {
-	dir := t.TempDir()
-	serverCA, clientCA := newTestCA(t, dir, "server-ca"), newTestCA(t, dir, "client-ca")
-	day := time.Now().Add(24 * time.Hour)
-	_, gwCert, gwKey := serverCA.issue(t, dir, "gateway", x509.ExtKeyUsageServerAuth, []string{gatewayTLSName}, day)
-	_, nodeCert, nodeKey := clientCA.issue(t, dir, "node", x509.ExtKeyUsageClientAuth, nil, day)
 	const maxRecords, total, batch = 20_000, 200_000, 500
-	gw, port := startGateway(t, dir, gwCert, gwKey, clientCA.file, "1h", fmt.Sprintf(`
+	gw, port, serverCA, nodeCert, nodeKey := gatewayAndNodeCert(t, fmt.Sprintf(`
 processors:
   memory_limiter: {limit_percentage: 0, spike_limit_percentage: 0, limit_mib: 150, spike_limit_mib: 30}
   flow_correlation: {max_records: %d}
