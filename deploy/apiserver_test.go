@@ -93,7 +93,8 @@ func TestAPIServerAcceptsKustomize(t *testing.T) {
 	c := startCluster(t)
 	base := kustomize(t, ".")
 	c.apply(t, "deploy/kubernetes", base)
-	c.apply(t, "deploy/kubernetes/examples/clickhouse-mtls", kustomize(t, "examples/clickhouse-mtls"))
+	c.apply(t, "deploy/kubernetes/examples/clickhouse", kustomize(t, "examples/clickhouse"))
+	c.apply(t, "deploy/kubernetes/examples/no-client-auth", kustomize(t, "examples/no-client-auth"))
 	c.acceptedButPrivileged(t, "deploy/kubernetes/examples/conntrack-sysctls", kustomize(t, "examples/conntrack-sysctls"))
 	c.rejects(t, "deploy/kubernetes", base, "maxUnavailable: 10%", "maxUnavailable: ten")
 

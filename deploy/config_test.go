@@ -27,11 +27,52 @@ type rendered struct {
 }
 
 func kustomizeVariants(t *testing.T) []rendered {
-	return []rendered{
-		{"kustomize deploy/kubernetes", objects(t, kustomize(t, "."))},
-		{"kustomize examples/clickhouse-mtls", objects(t, kustomize(t, "examples/clickhouse-mtls"))},
-		{"kustomize examples/conntrack-sysctls", objects(t, kustomize(t, "examples/conntrack-sysctls"))},
-		{"kustomize examples/other-namespace", objects(t, kustomize(t, "examples/other-namespace"))},
+	var out []rendered
+	for _, dir := range []string{".", "examples/clickhouse", "examples/conntrack-sysctls", "examples/other-namespace", "examples/no-client-auth", "examples/cert-manager"} {
+		name := "kustomize " + dir
+		if dir == "." {
+			name = "kustomize deploy/kubernetes"
+		}
+		out = append(out, rendered{name, objects(t, kustomize(t, dir))})
+	}
+	return out
+}
+
+// Who may write flows: every variant's gateway requires node collectors'
+// client certificates (mTLS), except the named opt-outs below.
+const (
+	optOutNoClientAuth = "no-client-auth" // TLS, no client certificates
+	optOutPlaintext    = "plaintext"      // no TLS at all
+)
+
+// optOuts are the variants, by name, that opt out of node collector
+// authentication, and how.
+var optOuts = map[string]string{
+	"kustomize examples/no-client-auth":           optOutNoClientAuth,
+	"helm template ci/no-client-auth-values.yaml": optOutNoClientAuth,
+	"helm template ci/dns-plaintext-values.yaml":  optOutPlaintext,
+}
+
+// checkClientAuth: the gateway's OTLP receiver requires a client certificate
+// chaining to a CA file, unless the variant is a named opt-out, which then
+// does what its name says.
+func checkClientAuth(t *testing.T, variant string, gw collector, gwRaw map[string]any) {
+	t.Helper()
+	serverTLS, _ := at(gwRaw, "receivers", "otlp", "protocols", "grpc", "tls").(map[string]any)
+	clientCA, _ := serverTLS["client_ca_file"].(string)
+	switch optOuts[variant] {
+	case "":
+		if serverTLS == nil || clientCA == "" {
+			t.Errorf("%s: the gateway's OTLP receiver does not require client certificates (tls %v): any Pod reaching it can write flows", gw.source, serverTLS)
+		}
+	case optOutNoClientAuth:
+		if serverTLS == nil || clientCA != "" {
+			t.Errorf("%s: opt-out %s, but tls is %v", gw.source, optOutNoClientAuth, serverTLS)
+		}
+	case optOutPlaintext:
+		if serverTLS != nil {
+			t.Errorf("%s: opt-out %s, but tls is %v", gw.source, optOutPlaintext, serverTLS)
+		}
 	}
 }
 
@@ -104,6 +145,7 @@ func checkWorkloads(t *testing.T, r rendered) {
 	checkGatewayPod(t, gw, gwRaw)
 	checkResolverTarget(t, r.objs, nodeRaw, gw)
 	checkTLSPairing(t, nodeRaw, gwRaw)
+	checkClientAuth(t, r.name, gw, gwRaw)
 	checkPDB(t, r.objs, gw)
 	checkSinks(t, gw, gwRaw)
 	checkBinding(t, r.objs, node)

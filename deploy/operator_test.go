@@ -48,6 +48,7 @@ func TestOperatorCollectors(t *testing.T) {
 		return
 	}
 	checkTLSPairing(t, nodeRaw, gwRaw)
+	checkClientAuth(t, "operator", gw, gwRaw)
 
 	headless := gwCR.GetName() + "-collector-headless" // the Operator's naming
 	if got := at(nodeRaw, "exporters", "load_balancing", "resolver", "k8s", "service"); got != headless+"."+gwCR.GetNamespace() {

@@ -4,16 +4,21 @@ package deploy_test
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/confmap"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/flowtel/flowtel/distributions"
 )
@@ -27,60 +32,96 @@ var secretFiles = map[string]map[string]string{
 
 // The certificates deploy/certs.sh makes, mounted where each deployment path
 // mounts them, and read with the TLS settings of the rendered node and gateway
-// configurations: the node collector's handshake with the gateway succeeds
-// (server name, CA, client certificate), and under mTLS a client without a
-// certificate is refused.
+// configurations, for every kustomize, Helm and Operator variant: the node
+// collector's handshake with the gateway succeeds (server name, CA, client
+// certificate), and a client without a certificate, with one from another CA
+// or with an expired one is refused; only the named opt-outs accept a client
+// without a certificate.
 func TestTLSHandshakeWithCertsScript(t *testing.T) {
-	dir := t.TempDir()
-	run(t, nil, filepath.Join(deployDir(), "certs.sh"), "--out", dir)
+	// certs.sh's files per namespace (the gateway certificate names it), and
+	// another CA's.
+	certs := map[string]string{}
+	certsFor := func(namespace string) string {
+		if certs[namespace] == "" {
+			certs[namespace] = t.TempDir()
+			run(t, nil, filepath.Join(deployDir(), "certs.sh"), "--namespace", namespace, "--out", certs[namespace])
+		}
+		return certs[namespace]
+	}
+	otherDir := t.TempDir()
+	run(t, nil, filepath.Join(deployDir(), "certs.sh"), "--out", otherDir)
 
-	cases := []struct {
+	type variant struct {
 		name string
 		cols func(t *testing.T) (node, gw collector)
-		mtls bool
-	}{
-		{"kustomize deploy/kubernetes", func(t *testing.T) (collector, collector) {
-			return nodeAndGateway(t, workloadCollectors(t, "kustomize", objects(t, kustomize(t, "."))))
-		}, false},
-		{"kustomize examples/clickhouse-mtls", func(t *testing.T) (collector, collector) {
-			return nodeAndGateway(t, workloadCollectors(t, "kustomize", objects(t, kustomize(t, "examples/clickhouse-mtls"))))
-		}, true},
-		{"helm defaults", func(t *testing.T) (collector, collector) {
-			return nodeAndGateway(t, workloadCollectors(t, "helm", objects(t, helmTemplate(t, "flowtel", "flowtel", ""))))
-		}, false},
-		{"helm all-sinks-mtls", func(t *testing.T) (collector, collector) {
-			return nodeAndGateway(t, workloadCollectors(t, "helm", objects(t, helmTemplate(t, "flowtel", "flowtel", "ci/all-sinks-mtls-values.yaml"))))
-		}, true},
-		{"operator", func(t *testing.T) (collector, collector) {
-			nodeCR, gwCR := operatorCRs(t)
-			return operatorCollector(t, "operator", nodeCR), operatorCollector(t, "operator", gwCR)
-		}, false},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			node, gw := tc.cols(t)
+	var variants []variant
+	for _, r := range append(kustomizeVariants(t), helmVariants(t)...) {
+		variants = append(variants, variant{r.name, func(t *testing.T) (collector, collector) {
+			return nodeAndGateway(t, workloadCollectors(t, r.name, r.objs))
+		}})
+	}
+	variants = append(variants, variant{"operator", func(t *testing.T) (collector, collector) {
+		nodeCR, gwCR := operatorCRs(t)
+		return operatorCollector(t, "operator", nodeCR), operatorCollector(t, "operator", gwCR)
+	}})
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			node, gw := v.cols(t)
 			nodeRaw, gwRaw := node.validate(t), gw.validate(t)
 			if nodeRaw == nil || gwRaw == nil {
 				return
 			}
+			serverTLS := at(gwRaw, "receivers", "otlp", "protocols", "grpc", "tls")
+			if serverTLS == nil {
+				if optOuts[v.name] != optOutPlaintext {
+					t.Fatalf("%s: the gateway receives plaintext", gw.source)
+				}
+				return
+			}
+			dir := certsFor(gw.namespace)
+			expiredCert, expiredKey := expiredClientCert(t, dir)
 			var client configtls.ClientConfig
 			var server configtls.ServerConfig
 			decodeTLS(t, node, at(nodeRaw, "exporters", "load_balancing", "protocol", "otlp", "tls"), dir, &client)
-			decodeTLS(t, gw, at(gwRaw, "receivers", "otlp", "protocols", "grpc", "tls"), dir, &server)
+			decodeTLS(t, gw, serverTLS, dir, &server)
 			if err := handshake(t, client, server); err != nil {
 				t.Fatalf("node -> gateway TLS handshake: %v", err)
 			}
 			noCert := client
 			noCert.CertFile, noCert.KeyFile = "", ""
-			err := handshake(t, noCert, server)
-			if tc.mtls && err == nil {
-				t.Error("mTLS: a node collector without a client certificate was accepted")
-			}
-			if !tc.mtls && err != nil {
-				t.Errorf("TLS without client authentication refused a client without certificate: %v", err)
+			otherCA := client
+			otherCA.CertFile, otherCA.KeyFile = filepath.Join(otherDir, "node.crt"), filepath.Join(otherDir, "node.key")
+			expired := client
+			expired.CertFile, expired.KeyFile = expiredCert, expiredKey
+			optOut := optOuts[v.name] == optOutNoClientAuth
+			for name, c := range map[string]configtls.ClientConfig{"without a certificate": noCert, "with another CA's certificate": otherCA, "with an expired certificate": expired} {
+				err := handshake(t, c, server)
+				if !optOut && err == nil {
+					t.Errorf("a client %s was accepted", name)
+				}
+				if optOut && name == "without a certificate" && err != nil {
+					t.Errorf("opt-out %s refused a client without certificate: %v", optOutNoClientAuth, err)
+				}
 			}
 		})
 	}
+}
+
+// expiredClientCert signs, with the CA certs.sh wrote to dir, a client
+// certificate that expired an hour ago, and returns its files.
+func expiredClientCert(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	ca, err := tls.LoadX509KeyPair(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, err := x509.ParseCertificate(ca.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, certFile, keyFile = issueCert(t, caCert, ca.PrivateKey.(crypto.Signer), dir, "expired", x509.ExtKeyUsageClientAuth, nil, time.Now().Add(-time.Hour))
+	return certFile, keyFile
 }
 
 func nodeAndGateway(t *testing.T, cols []collector) (node, gw collector) {
@@ -180,4 +221,91 @@ func handshake(t *testing.T, client configtls.ClientConfig, server configtls.Ser
 		return errors.Join(sErr, err)
 	}
 	return err
+}
+
+// The cert-manager component makes every Secret the base's collectors read
+// TLS files from, each from a Certificate of the right usage: the gateway's
+// names what the node collectors verify, the node collectors' is a client
+// certificate, and both chain to the CA whose Secret the node collectors
+// mount.
+func TestCertManagerCertificates(t *testing.T) {
+	objs := objects(t, kustomize(t, "examples/cert-manager"))
+	type cert struct {
+		IsCA       bool     `json:"isCA"`
+		SecretName string   `json:"secretName"`
+		DNSNames   []string `json:"dnsNames"`
+		Usages     []string `json:"usages"`
+		IssuerRef  struct {
+			Name string `json:"name"`
+		} `json:"issuerRef"`
+	}
+	certs := map[string]cert{} // by Secret
+	issuers := map[string]string{}
+	for _, o := range find(objs, "Issuer") {
+		if ca, ok, _ := unstructured.NestedString(o.Object, "spec", "ca", "secretName"); ok {
+			issuers[o.GetName()] = ca
+		}
+	}
+	for _, o := range find(objs, "Certificate") {
+		var c cert
+		spec, _, _ := unstructured.NestedMap(o.Object, "spec")
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(spec, &c); err != nil {
+			t.Fatal(err)
+		}
+		certs[c.SecretName] = c
+	}
+	node, gw := nodeAndGateway(t, workloadCollectors(t, "kustomize examples/cert-manager", objs))
+	nodeRaw, gwRaw := node.validate(t), gw.validate(t)
+	if nodeRaw == nil || gwRaw == nil {
+		return
+	}
+	want := map[string]string{} // Secret -> usage its certificate needs
+	for _, c := range []struct {
+		col   collector
+		raw   any
+		usage string
+	}{
+		{node, at(nodeRaw, "exporters", "load_balancing", "protocol", "otlp", "tls"), "client auth"},
+		{gw, at(gwRaw, "receivers", "otlp", "protocols", "grpc", "tls"), "server auth"},
+	} {
+		m, _ := c.raw.(map[string]any)
+		for k, v := range m {
+			s, _ := v.(string)
+			if !strings.HasSuffix(k, "_file") || s == "" {
+				continue
+			}
+			_, vol := mountOf(c.col.mounts, c.col.volumes, s)
+			if vol == nil || vol.Secret == nil {
+				t.Fatalf("%s: %s is not in a Secret volume", c.col.source, s)
+			}
+			if k == "ca_file" || k == "client_ca_file" {
+				want[vol.Secret.SecretName] += ""
+			} else {
+				want[vol.Secret.SecretName] = c.usage
+			}
+		}
+	}
+	serverName, _ := at(nodeRaw, "exporters", "load_balancing", "protocol", "otlp", "tls", "server_name_override").(string)
+	for secret, usage := range want {
+		c, ok := certs[secret]
+		if !ok {
+			t.Errorf("Secret %s is mounted, but no Certificate makes it", secret)
+			continue
+		}
+		if usage == "" {
+			continue
+		}
+		if !slices.Contains(c.Usages, usage) {
+			t.Errorf("Secret %s: usages %v, want %s", secret, c.Usages, usage)
+		}
+		if ca := certs[issuers[c.IssuerRef.Name]]; !ca.IsCA || issuers[c.IssuerRef.Name] != "flowtel-gateway-ca" {
+			t.Errorf("Secret %s: issued by %s, not by the CA in flowtel-gateway-ca", secret, c.IssuerRef.Name)
+		}
+		if usage == "server auth" && !slices.Contains(c.DNSNames, serverName) {
+			t.Errorf("the gateway Certificate names %v; the node collectors verify %s", c.DNSNames, serverName)
+		}
+	}
+	if len(want) != 3 {
+		t.Errorf("TLS files come from Secrets %v, want the gateway's, the CA's and the node collectors'", want)
+	}
 }

@@ -60,12 +60,26 @@ func Encode(r *Record, lr plog.LogRecord) {
 	}
 }
 
+// Bounds on what a record may carry, so one record from a faulty or hostile
+// peer cannot take a collector's CPU or memory: far above what a flow record
+// holds (the schema has about a hundred attributes; Pods rarely carry more
+// than a few dozen labels), far below what hurts.
+const (
+	MaxAttributes = 1024 // attributes of one record
+	MaxLabels     = 1024 // entries of one labels attribute
+)
+
 // Decode reads a flow record from lr into r (which is reset first). It fails with
-// an error naming the attribute when one has the wrong type or an invalid value,
-// or when the 5-tuple is incomplete. Attributes it does not know are ignored, so
-// records from newer versions still decode.
+// an error naming the attribute when one has the wrong type or an invalid value
+// (a labels map over MaxLabels entries included), when the 5-tuple is
+// incomplete, or when the record has more than MaxAttributes attributes.
+// Attributes it does not know are ignored, so records from newer versions
+// still decode.
 func Decode(lr plog.LogRecord, r *Record) error {
 	*r = Record{}
+	if n := lr.Attributes().Len(); n > MaxAttributes {
+		return fmt.Errorf("record has %d attributes (at most %d); a flow record carries its schema's attributes and a few more", n, MaxAttributes)
+	}
 	r.End = fromTimestamp(lr.Timestamp())
 	r.Observed = fromTimestamp(lr.ObservedTimestamp())
 	var sawProtocol, sawTransport bool

@@ -2,6 +2,7 @@ package flowrecord
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -115,6 +116,9 @@ func TestDecodeMalformed(t *testing.T) {
 		{"start before epoch", func(m pcommon.Map) { m.PutInt("flow.start", -5) }, `"flow.start": -5 is not a time`},
 		{"evicted not bool", func(m pcommon.Map) { m.PutStr("flow.correlation.evicted", "yes") }, `"flow.correlation.evicted": want bool`},
 		{"key not string", func(m pcommon.Map) { m.PutInt("flow.key", 1) }, `"flow.key": want string, got Int`},
+		{"too many labels", func(m pcommon.Map) { fill(m.PutEmptyMap("source.k8s.pod.labels"), MaxLabels+1, "l") },
+			fmt.Sprintf(`"source.k8s.pod.labels": %d labels (at most %d)`, MaxLabels+1, MaxLabels)},
+		{"too many attributes", func(m pcommon.Map) { fill(m, MaxAttributes, "x.") }, fmt.Sprintf("attributes (at most %d)", MaxAttributes)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,4 +205,16 @@ func TestFullRecordSetsEveryField(t *testing.T) {
 		}
 	}
 	walk("Record", reflect.ValueOf(fullRecord()).Elem())
+}
+
+// fill adds n string entries prefix<i> to m in linear time (FromRaw; Put*
+// search the map first).
+func fill(m pcommon.Map, n int, prefix string) {
+	raw := m.AsRaw()
+	for i := range n {
+		raw[fmt.Sprintf("%s%d", prefix, i)] = "v"
+	}
+	if err := m.FromRaw(raw); err != nil {
+		panic(err)
+	}
 }

@@ -184,6 +184,9 @@ func labelsAttr(name string, get func(*Record) *map[string]string) Field {
 			if v.Type() != pcommon.ValueTypeMap {
 				return typeError(name, "map", v)
 			}
+			if n := v.Map().Len(); n > MaxLabels {
+				return fmt.Errorf("attribute %q: %d labels (at most %d)", name, n, MaxLabels)
+			}
 			labels := make(map[string]string, v.Map().Len())
 			for k, lv := range v.Map().All() {
 				if lv.Type() != pcommon.ValueTypeStr {
