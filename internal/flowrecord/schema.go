@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/xpdata"
 )
 
 // aggregation returns r's Aggregation, creating it: for decoding (a Value reads
@@ -26,9 +27,9 @@ func aggregation(r *Record) *Aggregation {
 func strAttr(name string, get func(*Record) *string) Field {
 	return Field{Attribute: name, AttrType: "string",
 		value: func(agg bool) Value { return Value{Kind: KindString, String: read(get, agg)} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if v := *get(r); v != "" {
-				m.PutStr(name, v)
+				b.AppendEmpty(name).SetStr(v)
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value) error {
@@ -41,9 +42,9 @@ func strAttr(name string, get func(*Record) *string) Field {
 func boolAttr(name string, get func(*Record) *bool) Field {
 	return Field{Attribute: name, AttrType: "bool",
 		value: func(agg bool) Value { return Value{Kind: KindBool, Bool: read(get, agg)} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if *get(r) {
-				m.PutBool(name, true)
+				b.AppendEmpty(name).SetBool(true)
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value) error {
@@ -74,10 +75,10 @@ func uintAttr[T uint8 | uint16 | uint32 | uint64](name string, always bool, get 
 		value = func(agg bool) Value { return Value{Kind: KindUint64, Uint64: read(g, agg)} }
 	}
 	return Field{Attribute: name, AttrType: "int", value: value,
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if v := *get(r); v != 0 || always {
 				// uint64 counters above 2^63-1 cannot be held by an int attribute; they saturate.
-				m.PutInt(name, int64(min(uint64(v), uint64(math.MaxInt64))))
+				b.AppendEmpty(name).SetInt(int64(min(uint64(v), uint64(math.MaxInt64))))
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value) error {
@@ -100,9 +101,9 @@ func count(name string, get func(*Record) *uint64) Field { return uintAttr(name,
 func addrAttr(name string, get func(*Record) *netip.Addr) Field {
 	return Field{Attribute: name, AttrType: "string",
 		value: func(agg bool) Value { return Value{Kind: KindAddr, Addr: read(get, agg)} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if a := *get(r); a.IsValid() {
-				m.PutStr(name, a.String())
+				b.AppendEmpty(name).SetStr(a.String())
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value) error {
@@ -123,9 +124,9 @@ func addrAttr(name string, get func(*Record) *netip.Addr) Field {
 func timeAttr(name string, get func(*Record) *time.Time) Field {
 	return Field{Attribute: name, AttrType: "int",
 		value: func(agg bool) Value { return Value{Kind: KindTime, Time: read(get, agg)} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if t := *get(r); !t.IsZero() {
-				m.PutInt(name, t.UnixNano())
+				b.AppendEmpty(name).SetInt(t.UnixNano())
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value) error {
@@ -146,9 +147,9 @@ func enumAttr[T ~uint8](name string, names []string, get func(*Record) *T) Field
 		value: func(bool) Value {
 			return Value{Kind: KindEnum, Uint8: func(r *Record) uint8 { return uint8(*get(r)) }, Names: names}
 		},
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if v := *get(r); v != 0 {
-				m.PutStr(name, enumString(names, v))
+				b.AppendEmpty(name).SetStr(enumString(names, v))
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value) error {
@@ -169,16 +170,18 @@ func enumAttr[T ~uint8](name string, names []string, get func(*Record) *T) Field
 func labelsAttr(name string, get func(*Record) *map[string]string) Field {
 	return Field{Attribute: name, AttrType: "map<string,string>",
 		value: func(agg bool) Value { return Value{Kind: KindLabels, Labels: read(get, agg)} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			labels := *get(r)
 			if labels == nil {
 				return
 			}
-			lm := m.PutEmptyMap(name)
-			lm.EnsureCapacity(len(labels))
+			lm := b.AppendEmpty(name).SetEmptyMap()
+			var lb xpdata.MapBuilder // a Go map's keys are distinct
+			lb.EnsureCapacity(len(labels))
 			for k, v := range labels {
-				lm.PutStr(k, v)
+				lb.AppendEmpty(k).SetStr(v)
 			}
+			lb.UnsafeIntoMap(lm)
 		},
 		dec: func(r *Record, name string, v pcommon.Value) error {
 			if v.Type() != pcommon.ValueTypeMap {
@@ -199,9 +202,9 @@ func labelsAttr(name string, get func(*Record) *map[string]string) Field {
 func ctLabelsAttr(name string) Field {
 	return Field{Attribute: name, AttrType: "string",
 		value: func(bool) Value { return Value{Kind: KindString, String: ctLabelsText} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if r.Conntrack.Labels != ([16]byte{}) {
-				m.PutStr(name, ctLabelsText(r))
+				b.AppendEmpty(name).SetStr(ctLabelsText(r))
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value) error {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/aggregate"
-	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/benchcpu"
+	"github.com/flowtel/flowtel/internal/benchcpu"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/metadata"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
-	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/benchcpu"
+	"github.com/flowtel/flowtel/internal/benchcpu"
 )
 
 // Antrea's BenchmarkAggregateRecordByFlowKey workload on typed records: one
