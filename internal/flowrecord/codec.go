@@ -22,6 +22,24 @@ var decoders = func() map[string]*attribute {
 	return m
 }()
 
+// lookaheadWindow is how many attributes past the previous one Decode tries
+// before the map: the ones in between are absent (zero values are omitted).
+const lookaheadWindow = 8
+
+// lookahead is the attribute called name among the lookaheadWindow from index
+// next on, nil when there is none.
+func lookahead(next int, name string) *attribute {
+	for i := next; i < len(attributes) && i < next+lookaheadWindow; i++ {
+		if attributes[i].Name == name {
+			return &attributes[i]
+		}
+	}
+	return nil
+}
+
+// The positions of the attributes Decode checks the presence of.
+var protocolIndex, transportIndex = decoders[AttrProtocol].index, decoders[AttrNetworkTransport].index
+
 // aggregationAttributes counts the attributes written only for aggregated records.
 var aggregationAttributes = func() int {
 	n := 0
@@ -73,27 +91,25 @@ func Decode(lr plog.LogRecord, r *Record) error {
 	r.End = fromTimestamp(lr.Timestamp())
 	r.Observed = fromTimestamp(lr.ObservedTimestamp())
 	var sawProtocol, sawTransport bool
-	next := 0 // Encode writes attributes in schema order: try the next one before the map.
+	next := 0 // Encode writes attributes in schema order: look a few ahead of the last one before the map.
 	for name, v := range lr.Attributes().All() {
-		var a *attribute
-		for next < len(attributes) && attributes[next].dec == nil {
-			next++
+		a := lookahead(next, name)
+		if a == nil {
+			if a = decoders[name]; a == nil {
+				continue
+			}
 		}
-		if next < len(attributes) && attributes[next].Name == name {
-			a = &attributes[next]
-			next++
-		} else if a = decoders[name]; a == nil {
-			continue
-		} else {
-			next = a.index + 1
+		next = a.index + 1
+		if a.dec == nil {
+			continue // derived, written for readers only
 		}
 		if err := a.dec(r, name, v); err != nil {
 			return err
 		}
-		switch name {
-		case AttrProtocol:
+		switch a.index {
+		case protocolIndex:
 			sawProtocol = true
-		case AttrNetworkTransport:
+		case transportIndex:
 			sawTransport = true
 		}
 	}
