@@ -41,7 +41,7 @@ type Field struct {
 
 	value func(agg bool) Value
 	enc   func(r *Record, b *xpdata.MapBuilder)
-	dec   func(r *Record, name string, v pcommon.Value) error
+	dec   func(r *Record, name string, v pcommon.Value, sp *spares) error
 }
 
 // Kind is the Go type of a Value, which decides how each wire writes it.

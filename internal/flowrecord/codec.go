@@ -86,7 +86,44 @@ func Encode(r *Record, lr plog.LogRecord) {
 // an error naming the attribute when one has the wrong type or an invalid value,
 // or when the 5-tuple is incomplete. Attributes it does not know are ignored, so
 // records from newer versions still decode.
-func Decode(lr plog.LogRecord, r *Record) error {
+func Decode(lr plog.LogRecord, r *Record) error { return decode(lr, r, nil) }
+
+// A Decoder decodes as Decode does, and reuses the label maps of the Record
+// it decodes into for the next record decoded into it: a record's PodLabels
+// are only valid until the next Decode. It is for callers that are done with
+// a record before they decode the next (the exporters); the zero value is
+// ready; it is not safe for concurrent use.
+type Decoder struct{ spares spares }
+
+// Decode reads a flow record from lr into r, as the function Decode does.
+func (d *Decoder) Decode(lr plog.LogRecord, r *Record) error {
+	if m := r.Source.PodLabels; m != nil {
+		d.spares.labels[0] = m
+	}
+	if m := r.Destination.PodLabels; m != nil {
+		d.spares.labels[1] = m
+	}
+	return decode(lr, r, &d.spares)
+}
+
+// spares are the label maps (source, destination) of the record a Decoder
+// decoded last.
+type spares struct{ labels [2]map[string]string }
+
+// take returns an empty map for the labels of slot: the spare one when there
+// is one, else a new one of size n.
+func (s *spares) take(slot, n int) map[string]string {
+	if s != nil {
+		if m := s.labels[slot]; m != nil {
+			s.labels[slot] = nil
+			clear(m)
+			return m
+		}
+	}
+	return make(map[string]string, n)
+}
+
+func decode(lr plog.LogRecord, r *Record, s *spares) error {
 	*r = Record{}
 	r.End = fromTimestamp(lr.Timestamp())
 	r.Observed = fromTimestamp(lr.ObservedTimestamp())
@@ -103,7 +140,7 @@ func Decode(lr plog.LogRecord, r *Record) error {
 		if a.dec == nil {
 			continue // derived, written for readers only
 		}
-		if err := a.dec(r, name, v); err != nil {
+		if err := a.dec(r, name, v, s); err != nil {
 			return err
 		}
 		switch a.index {

@@ -19,7 +19,7 @@ type attribute struct {
 	aggregation bool // written only when Record.Aggregation is set
 	index       int  // position in attributes
 	enc         func(r *Record, b *xpdata.MapBuilder)
-	dec         func(r *Record, name string, v pcommon.Value) error
+	dec         func(r *Record, name string, v pcommon.Value, sp *spares) error
 }
 
 // attributes are the fields carried as LogRecord attributes, in catalogue order.
@@ -46,6 +46,10 @@ func endpointAttrs(side string, get func(*Record) *Endpoint, w endpointWire) []F
 	if side == "destination" {
 		nat = "after DNAT: the Pod or host behind a Service"
 	}
+	slot := 0 // of the labels map in spares
+	if side == "destination" {
+		slot = 1
+	}
 	return []Field{
 		addrAttr(p+"address", func(r *Record) *netip.Addr { return &get(r).Address }).
 			doc("IP address of the "+side+" ("+nat+").").
@@ -66,7 +70,7 @@ func endpointAttrs(side string, get func(*Record) *Endpoint, w endpointWire) []F
 		strAttr(p+"k8s.pod.uid", func(r *Record) *string { return &get(r).PodUID }).
 			doc("UID of the " + side + " Pod.").
 			ie(antrea(side+"PodUUID", w.podUID, OctetArray)).col(flowtelCol(side+"PodUID", CHString)),
-		labelsAttr(p+"k8s.pod.labels", func(r *Record) *map[string]string { return &get(r).PodLabels }).
+		labelsAttr(p+"k8s.pod.labels", slot, func(r *Record) *map[string]string { return &get(r).PodLabels }).
 			doc("Labels of the " + side + " Pod (present and empty for a Pod without labels; absent when not collected). IPFIX and ClickHouse carry them as a JSON object string.").
 			ie(antrea(side+"PodLabels", w.labels, String)).col(antreaCol(side+"PodLabels", CHString, w.colLabels)),
 		strAttr(p+"k8s.workload.kind", func(r *Record) *string { return &get(r).WorkloadKind }).
@@ -168,7 +172,7 @@ func buildCatalogue() []Field {
 			enc: func(r *Record, b *xpdata.MapBuilder) {
 				b.AppendEmpty(AttrNetworkTransport).SetStr(ProtocolName(r.Protocol))
 			},
-			dec: func(r *Record, name string, v pcommon.Value) error {
+			dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 				s, err := wantStr(name, v)
 				if err != nil {
 					return err

@@ -32,7 +32,7 @@ func strAttr(name string, get func(*Record) *string) Field {
 				b.AppendEmpty(name).SetStr(v)
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			s, err := wantStr(name, v)
 			*get(r) = s
 			return err
@@ -47,7 +47,7 @@ func boolAttr(name string, get func(*Record) *bool) Field {
 				b.AppendEmpty(name).SetBool(true)
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			if v.Type() != pcommon.ValueTypeBool {
 				return typeError(name, "bool", v)
 			}
@@ -81,7 +81,7 @@ func uintAttr[T uint8 | uint16 | uint32 | uint64](name string, always bool, get 
 				b.AppendEmpty(name).SetInt(int64(min(uint64(v), uint64(math.MaxInt64))))
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			if v.Type() != pcommon.ValueTypeInt {
 				return typeError(name, "int", v)
 			}
@@ -106,7 +106,7 @@ func addrAttr(name string, get func(*Record) *netip.Addr) Field {
 				b.AppendEmpty(name).SetStr(a.String())
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			s, err := wantStr(name, v)
 			if err != nil {
 				return err
@@ -129,7 +129,7 @@ func timeAttr(name string, get func(*Record) *time.Time) Field {
 				b.AppendEmpty(name).SetInt(t.UnixNano())
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			if v.Type() != pcommon.ValueTypeInt {
 				return typeError(name, "int", v)
 			}
@@ -152,7 +152,7 @@ func enumAttr[T ~uint8](name string, names []string, get func(*Record) *T) Field
 				b.AppendEmpty(name).SetStr(enumString(names, v))
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			s, err := wantStr(name, v)
 			if err != nil {
 				return err
@@ -167,7 +167,7 @@ func enumAttr[T ~uint8](name string, names []string, get func(*Record) *T) Field
 	return a
 }
 
-func labelsAttr(name string, get func(*Record) *map[string]string) Field {
+func labelsAttr(name string, slot int, get func(*Record) *map[string]string) Field {
 	return Field{Attribute: name, AttrType: "map<string,string>",
 		value: func(agg bool) Value { return Value{Kind: KindLabels, Labels: read(get, agg)} },
 		enc: func(r *Record, b *xpdata.MapBuilder) {
@@ -183,19 +183,23 @@ func labelsAttr(name string, get func(*Record) *map[string]string) Field {
 			}
 			lb.UnsafeIntoMap(lm)
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, sp *spares) error {
 			if v.Type() != pcommon.ValueTypeMap {
 				return typeError(name, "map", v)
 			}
-			labels := make(map[string]string, v.Map().Len())
-			for k, lv := range v.Map().All() {
+			labels := sp.take(slot, v.Map().Len())
+			var err error
+			// Range, not All: the range-over-func loop's closure escaped (two allocations a map).
+			v.Map().Range(func(k string, lv pcommon.Value) bool {
 				if lv.Type() != pcommon.ValueTypeStr {
-					return fmt.Errorf("attribute %q: label %q is %s, want string", name, k, lv.Type())
+					err = fmt.Errorf("attribute %q: label %q is %s, want string", name, k, lv.Type())
+					return false
 				}
 				labels[k] = lv.Str()
-			}
+				return true
+			})
 			*get(r) = labels
-			return nil
+			return err
 		}}
 }
 
@@ -207,7 +211,7 @@ func ctLabelsAttr(name string) Field {
 				b.AppendEmpty(name).SetStr(ctLabelsText(r))
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			s, err := wantStr(name, v)
 			if err != nil {
 				return err
