@@ -91,9 +91,46 @@ func BenchmarkInsert(b *testing.B) {
 // BenchmarkPushBatch measures one default-sized insert (20,000 rows) without
 // the queue: decode, column building and the INSERT round trip.
 func BenchmarkPushBatch(b *testing.B) {
+	e, ld := startPushBench(b, "benchpush")
+	ctx := context.Background()
+	measureInserts(b, e.srv, func() {
+		if err := e.pushLogs(ctx, ld); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkDriverFloor is what the driver needs for the rows of
+// BenchmarkPushBatch, the floor PushBatch is measured against: PrepareBatch,
+// Append of the pre-built column slices, Send, on the same server and table.
+func BenchmarkDriverFloor(b *testing.B) {
+	e, ld := startPushBench(b, "benchfloor")
+	ctx := context.Background()
+	block := flowtable.NewBlock(defaultMinRows)
+	if bad, err := e.fillBlock(block, ld); bad > 0 {
+		b.Fatal(err)
+	}
+	if err := e.prepare(ctx); err != nil {
+		b.Fatal(err)
+	}
+	measureInserts(b, e.srv, func() {
+		if err := e.insert(ctx, block); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// pushBench is an exporter started against its own server, without the queue.
+type pushBench struct {
+	*flowsExporter
+	srv *chserver.Server
+}
+
+// startPushBench starts an exporter on a local server writing table, and
+// returns it with one default-sized batch of the benchmark records.
+func startPushBench(b *testing.B, table string) (pushBench, plog.Logs) {
 	srv := chserver.Start(b, chserver.Options{})
-	cfg := testConfig(srv, "benchpush")
-	e, err := newFlowsExporter(cfg, componenttest.NewNopTelemetrySettings())
+	e, err := newFlowsExporter(testConfig(srv, table), componenttest.NewNopTelemetrySettings())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,13 +143,17 @@ func BenchmarkPushBatch(b *testing.B) {
 	for _, part := range benchLogs(defaultMinRows / 1000) {
 		part.ResourceLogs().MoveAndAppendTo(ld.ResourceLogs())
 	}
+	return pushBench{e, srv}, ld
+}
+
+// measureInserts runs insert (one batch of defaultMinRows rows) b.N times and
+// reports rows/s and the client's and the server's CPU time per row.
+func measureInserts(b *testing.B, srv *chserver.Server, insert func()) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0, srv0 := processCPU(b), serverCPU(b, srv)
 	for range b.N {
-		if err := e.pushLogs(ctx, ld); err != nil {
-			b.Fatal(err)
-		}
+		insert()
 	}
 	b.ReportMetric(float64(b.N*defaultMinRows)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N*defaultMinRows), "cpu-ns/row")

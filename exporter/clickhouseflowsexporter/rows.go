@@ -17,6 +17,7 @@ import (
 // several batches at once under load.
 func (e *flowsExporter) fillBlock(block *flowtable.Block, ld plog.Logs) (bad int, firstErr error) {
 	var rec flowrecord.Record
+	var dec flowrecord.Decoder // block.Add is done with rec before the next record
 	row := flowtable.Row{Record: &rec}
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -26,7 +27,7 @@ func (e *flowsExporter) fillBlock(block *flowtable.Block, ld plog.Logs) (bad int
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
-				if err := flowrecord.Decode(lrs.At(k), &rec); err != nil {
+				if err := dec.Decode(lrs.At(k), &rec); err != nil {
 					bad++
 					if firstErr == nil {
 						firstErr = err

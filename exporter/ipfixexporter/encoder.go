@@ -21,6 +21,7 @@ type encoder struct {
 	e      *ipfixExporter
 	v4, v6 *layout.Template
 	rec    flowrecord.Record
+	dec    flowrecord.Decoder // reuses rec's label maps: rec is done with before the next record
 	// clusterID is the clusterId of the records under the current resource.
 	clusterID string
 	// open holds the message being filled per observation domain and family.
@@ -75,7 +76,7 @@ func (enc *encoder) encode(ctx context.Context, ld plog.Logs, now time.Time) {
 
 func (enc *encoder) add(ctx context.Context, pos int, lr plog.LogRecord, odid uint32, now time.Time) {
 	e := enc.e
-	if err := flowrecord.Decode(lr, &enc.rec); err != nil {
+	if err := enc.dec.Decode(lr, &enc.rec); err != nil {
 		e.tel.fail(ctx, reasonDecode, 1)
 		e.logger.Warn("Dropping a log record that is not a valid flow record", zap.Error(err))
 		return

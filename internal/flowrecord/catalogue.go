@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/xpdata"
 )
 
 // The field catalogue: every value of a flow record that crosses a wire, with
@@ -39,8 +40,8 @@ type Field struct {
 	ClickHouse []Column
 
 	value func(agg bool) Value
-	enc   func(r *Record, m pcommon.Map)
-	dec   func(r *Record, name string, v pcommon.Value) error
+	enc   func(r *Record, b *xpdata.MapBuilder)
+	dec   func(r *Record, name string, v pcommon.Value, sp *spares) error
 }
 
 // Kind is the Go type of a Value, which decides how each wire writes it.

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/xpdata"
 )
 
 // decoders maps an attribute name to its schema entry, for Decode.
@@ -20,6 +21,24 @@ var decoders = func() map[string]*attribute {
 	}
 	return m
 }()
+
+// lookaheadWindow is how many attributes past the previous one Decode tries
+// before the map: the ones in between are absent (zero values are omitted).
+const lookaheadWindow = 8
+
+// lookahead is the attribute called name among the lookaheadWindow from index
+// next on, nil when there is none.
+func lookahead(next int, name string) *attribute {
+	for i := next; i < len(attributes) && i < next+lookaheadWindow; i++ {
+		if attributes[i].Name == name {
+			return &attributes[i]
+		}
+	}
+	return nil
+}
+
+// The positions of the attributes Decode checks the presence of.
+var protocolIndex, transportIndex = decoders[AttrProtocol].index, decoders[AttrNetworkTransport].index
 
 // aggregationAttributes counts the attributes written only for aggregated records.
 var aggregationAttributes = func() int {
@@ -44,20 +63,23 @@ func Encode(r *Record, lr plog.LogRecord) {
 	} else {
 		lr.SetTraceID(pcommon.NewTraceIDEmpty())
 	}
-	m := lr.Attributes()
-	m.Clear()
-	if r.Aggregation != nil {
-		m.EnsureCapacity(len(attributes)) // an upper bound: zero values are omitted
-	} else {
-		m.EnsureCapacity(len(attributes) - aggregationAttributes)
+	// The attributes are distinct by construction: a MapBuilder appends them
+	// in catalogue order without the duplicate-key scan of Map.Put*, which is
+	// quadratic in the number of attributes (~100 for an aggregated record).
+	n := len(attributes) // an upper bound: zero values are omitted
+	if r.Aggregation == nil {
+		n -= aggregationAttributes
 	}
+	var b xpdata.MapBuilder
+	b.EnsureCapacity(n)
 	for i := range attributes {
 		a := &attributes[i]
 		if a.aggregation && r.Aggregation == nil {
 			continue
 		}
-		a.enc(r, m)
+		a.enc(r, &b)
 	}
+	b.UnsafeIntoMap(lr.Attributes()) // replaces lr's previous attributes
 }
 
 // Bounds on what a record may carry, so one record from a faulty or hostile
@@ -75,7 +97,44 @@ const (
 // incomplete, or when the record has more than MaxAttributes attributes.
 // Attributes it does not know are ignored, so records from newer versions
 // still decode.
-func Decode(lr plog.LogRecord, r *Record) error {
+func Decode(lr plog.LogRecord, r *Record) error { return decode(lr, r, nil) }
+
+// A Decoder decodes as Decode does, and reuses the label maps of the Record
+// it decodes into for the next record decoded into it: a record's PodLabels
+// are only valid until the next Decode. It is for callers that are done with
+// a record before they decode the next (the exporters); the zero value is
+// ready; it is not safe for concurrent use.
+type Decoder struct{ spares spares }
+
+// Decode reads a flow record from lr into r, as the function Decode does.
+func (d *Decoder) Decode(lr plog.LogRecord, r *Record) error {
+	if m := r.Source.PodLabels; m != nil {
+		d.spares.labels[0] = m
+	}
+	if m := r.Destination.PodLabels; m != nil {
+		d.spares.labels[1] = m
+	}
+	return decode(lr, r, &d.spares)
+}
+
+// spares are the label maps (source, destination) of the record a Decoder
+// decoded last.
+type spares struct{ labels [2]map[string]string }
+
+// take returns an empty map for the labels of slot: the spare one when there
+// is one, else a new one of size n.
+func (s *spares) take(slot, n int) map[string]string {
+	if s != nil {
+		if m := s.labels[slot]; m != nil {
+			s.labels[slot] = nil
+			clear(m)
+			return m
+		}
+	}
+	return make(map[string]string, n)
+}
+
+func decode(lr plog.LogRecord, r *Record, s *spares) error {
 	*r = Record{}
 	if n := lr.Attributes().Len(); n > MaxAttributes {
 		return fmt.Errorf("record has %d attributes (at most %d); a flow record carries its schema's attributes and a few more", n, MaxAttributes)
@@ -83,27 +142,25 @@ func Decode(lr plog.LogRecord, r *Record) error {
 	r.End = fromTimestamp(lr.Timestamp())
 	r.Observed = fromTimestamp(lr.ObservedTimestamp())
 	var sawProtocol, sawTransport bool
-	next := 0 // Encode writes attributes in schema order: try the next one before the map.
+	next := 0 // Encode writes attributes in schema order: look a few ahead of the last one before the map.
 	for name, v := range lr.Attributes().All() {
-		var a *attribute
-		for next < len(attributes) && attributes[next].dec == nil {
-			next++
+		a := lookahead(next, name)
+		if a == nil {
+			if a = decoders[name]; a == nil {
+				continue
+			}
 		}
-		if next < len(attributes) && attributes[next].Name == name {
-			a = &attributes[next]
-			next++
-		} else if a = decoders[name]; a == nil {
-			continue
-		} else {
-			next = a.index + 1
+		next = a.index + 1
+		if a.dec == nil {
+			continue // derived, written for readers only
 		}
-		if err := a.dec(r, name, v); err != nil {
+		if err := a.dec(r, name, v, s); err != nil {
 			return err
 		}
-		switch name {
-		case AttrProtocol:
+		switch a.index {
+		case protocolIndex:
 			sawProtocol = true
-		case AttrNetworkTransport:
+		case transportIndex:
 			sawTransport = true
 		}
 	}

@@ -218,3 +218,32 @@ func fill(m pcommon.Map, n int, prefix string) {
 		panic(err)
 	}
 }
+
+// A Decoder decodes a sequence of records as Decode does, reusing the label
+// maps of the previous one: labels absent after present ones decode as nil,
+// empty ones as empty, and stale labels never leak into the next record.
+func TestDecoderReusesLabelMaps(t *testing.T) {
+	full := fullRecord()
+	other := fullRecord()
+	other.Source.PodLabels = map[string]string{"only": "this"}
+	other.Destination.PodLabels = map[string]string{}
+	bare := fullRecord()
+	bare.Source.PodLabels, bare.Destination.PodLabels = nil, nil
+	var d Decoder
+	var r Record
+	for _, in := range []*Record{full, other, bare, full, full} {
+		lr := plog.NewLogRecord()
+		Encode(in, lr)
+		var want Record
+		require.NoError(t, Decode(lr, &want))
+		var prev map[string]string
+		if r.Source.PodLabels != nil {
+			prev = r.Source.PodLabels
+		}
+		require.NoError(t, d.Decode(lr, &r))
+		assert.Equal(t, want, r)
+		if prev != nil && in.Source.PodLabels != nil {
+			assert.Equal(t, reflect.ValueOf(prev).Pointer(), reflect.ValueOf(r.Source.PodLabels).Pointer(), "the previous record's map is reused")
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/xpdata"
 )
 
 // catalogue is the field catalogue, in the order attributes are written.
@@ -17,8 +18,8 @@ type attribute struct {
 	Name        string
 	aggregation bool // written only when Record.Aggregation is set
 	index       int  // position in attributes
-	enc         func(r *Record, m pcommon.Map)
-	dec         func(r *Record, name string, v pcommon.Value) error
+	enc         func(r *Record, b *xpdata.MapBuilder)
+	dec         func(r *Record, name string, v pcommon.Value, sp *spares) error
 }
 
 // attributes are the fields carried as LogRecord attributes, in catalogue order.
@@ -45,6 +46,10 @@ func endpointAttrs(side string, get func(*Record) *Endpoint, w endpointWire) []F
 	if side == "destination" {
 		nat = "after DNAT: the Pod or host behind a Service"
 	}
+	slot := 0 // of the labels map in spares
+	if side == "destination" {
+		slot = 1
+	}
 	return []Field{
 		addrAttr(p+"address", func(r *Record) *netip.Addr { return &get(r).Address }).
 			doc("IP address of the "+side+" ("+nat+").").
@@ -65,7 +70,7 @@ func endpointAttrs(side string, get func(*Record) *Endpoint, w endpointWire) []F
 		strAttr(p+"k8s.pod.uid", func(r *Record) *string { return &get(r).PodUID }).
 			doc("UID of the " + side + " Pod.").
 			ie(antrea(side+"PodUUID", w.podUID, OctetArray)).col(flowtelCol(side+"PodUID", CHString)),
-		labelsAttr(p+"k8s.pod.labels", func(r *Record) *map[string]string { return &get(r).PodLabels }).
+		labelsAttr(p+"k8s.pod.labels", slot, func(r *Record) *map[string]string { return &get(r).PodLabels }).
 			doc("Labels of the " + side + " Pod (present and empty for a Pod without labels; absent when not collected). IPFIX and ClickHouse carry them as a JSON object string.").
 			ie(antrea(side+"PodLabels", w.labels, String)).col(antreaCol(side+"PodLabels", CHString, w.colLabels)),
 		strAttr(p+"k8s.workload.kind", func(r *Record) *string { return &get(r).WorkloadKind }).
@@ -164,8 +169,10 @@ func buildCatalogue() []Field {
 			value: func(bool) Value {
 				return Value{Kind: KindString, String: func(r *Record) string { return ProtocolName(r.Protocol) }}
 			},
-			enc: func(r *Record, m pcommon.Map) { m.PutStr(AttrNetworkTransport, ProtocolName(r.Protocol)) },
-			dec: func(r *Record, name string, v pcommon.Value) error {
+			enc: func(r *Record, b *xpdata.MapBuilder) {
+				b.AppendEmpty(AttrNetworkTransport).SetStr(ProtocolName(r.Protocol))
+			},
+			dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 				s, err := wantStr(name, v)
 				if err != nil {
 					return err
@@ -178,7 +185,7 @@ func buildCatalogue() []Field {
 		Field{Attribute: AttrNetworkType, AttrType: "string", Derived: true,
 			Doc:   "`ipv4` or `ipv6`, from the source address.",
 			value: func(bool) Value { return Value{Kind: KindString, String: networkType} },
-			enc:   func(r *Record, m pcommon.Map) { m.PutStr(AttrNetworkType, networkType(r)) }},
+			enc:   func(r *Record, b *xpdata.MapBuilder) { b.AppendEmpty(AttrNetworkType).SetStr(networkType(r)) }},
 		uintAttr(AttrProtocol, true, func(r *Record) *uint8 { return &r.Protocol }).
 			doc("IANA protocol number.").ie(iana("protocolIdentifier", 4, Unsigned8)).col(antreaCol("protocolIdentifier", UInt8, 10)),
 		timeAttr("flow.start", func(r *Record) *time.Time { return &r.Start }).

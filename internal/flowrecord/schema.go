@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/xpdata"
 )
 
 // aggregation returns r's Aggregation, creating it: for decoding (a Value reads
@@ -26,12 +27,12 @@ func aggregation(r *Record) *Aggregation {
 func strAttr(name string, get func(*Record) *string) Field {
 	return Field{Attribute: name, AttrType: "string",
 		value: func(agg bool) Value { return Value{Kind: KindString, String: read(get, agg)} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if v := *get(r); v != "" {
-				m.PutStr(name, v)
+				b.AppendEmpty(name).SetStr(v)
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			s, err := wantStr(name, v)
 			*get(r) = s
 			return err
@@ -41,12 +42,12 @@ func strAttr(name string, get func(*Record) *string) Field {
 func boolAttr(name string, get func(*Record) *bool) Field {
 	return Field{Attribute: name, AttrType: "bool",
 		value: func(agg bool) Value { return Value{Kind: KindBool, Bool: read(get, agg)} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if *get(r) {
-				m.PutBool(name, true)
+				b.AppendEmpty(name).SetBool(true)
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			if v.Type() != pcommon.ValueTypeBool {
 				return typeError(name, "bool", v)
 			}
@@ -74,13 +75,13 @@ func uintAttr[T uint8 | uint16 | uint32 | uint64](name string, always bool, get 
 		value = func(agg bool) Value { return Value{Kind: KindUint64, Uint64: read(g, agg)} }
 	}
 	return Field{Attribute: name, AttrType: "int", value: value,
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if v := *get(r); v != 0 || always {
 				// uint64 counters above 2^63-1 cannot be held by an int attribute; they saturate.
-				m.PutInt(name, int64(min(uint64(v), uint64(math.MaxInt64))))
+				b.AppendEmpty(name).SetInt(int64(min(uint64(v), uint64(math.MaxInt64))))
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			if v.Type() != pcommon.ValueTypeInt {
 				return typeError(name, "int", v)
 			}
@@ -100,12 +101,12 @@ func count(name string, get func(*Record) *uint64) Field { return uintAttr(name,
 func addrAttr(name string, get func(*Record) *netip.Addr) Field {
 	return Field{Attribute: name, AttrType: "string",
 		value: func(agg bool) Value { return Value{Kind: KindAddr, Addr: read(get, agg)} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if a := *get(r); a.IsValid() {
-				m.PutStr(name, a.String())
+				b.AppendEmpty(name).SetStr(a.String())
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			s, err := wantStr(name, v)
 			if err != nil {
 				return err
@@ -123,12 +124,12 @@ func addrAttr(name string, get func(*Record) *netip.Addr) Field {
 func timeAttr(name string, get func(*Record) *time.Time) Field {
 	return Field{Attribute: name, AttrType: "int",
 		value: func(agg bool) Value { return Value{Kind: KindTime, Time: read(get, agg)} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if t := *get(r); !t.IsZero() {
-				m.PutInt(name, t.UnixNano())
+				b.AppendEmpty(name).SetInt(t.UnixNano())
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			if v.Type() != pcommon.ValueTypeInt {
 				return typeError(name, "int", v)
 			}
@@ -146,12 +147,12 @@ func enumAttr[T ~uint8](name string, names []string, get func(*Record) *T) Field
 		value: func(bool) Value {
 			return Value{Kind: KindEnum, Uint8: func(r *Record) uint8 { return uint8(*get(r)) }, Names: names}
 		},
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if v := *get(r); v != 0 {
-				m.PutStr(name, enumString(names, v))
+				b.AppendEmpty(name).SetStr(enumString(names, v))
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			s, err := wantStr(name, v)
 			if err != nil {
 				return err
@@ -166,48 +167,54 @@ func enumAttr[T ~uint8](name string, names []string, get func(*Record) *T) Field
 	return a
 }
 
-func labelsAttr(name string, get func(*Record) *map[string]string) Field {
+func labelsAttr(name string, slot int, get func(*Record) *map[string]string) Field {
 	return Field{Attribute: name, AttrType: "map<string,string>",
 		value: func(agg bool) Value { return Value{Kind: KindLabels, Labels: read(get, agg)} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			labels := *get(r)
 			if labels == nil {
 				return
 			}
-			lm := m.PutEmptyMap(name)
-			lm.EnsureCapacity(len(labels))
+			lm := b.AppendEmpty(name).SetEmptyMap()
+			var lb xpdata.MapBuilder // a Go map's keys are distinct
+			lb.EnsureCapacity(len(labels))
 			for k, v := range labels {
-				lm.PutStr(k, v)
+				lb.AppendEmpty(k).SetStr(v)
 			}
+			lb.UnsafeIntoMap(lm)
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, sp *spares) error {
 			if v.Type() != pcommon.ValueTypeMap {
 				return typeError(name, "map", v)
 			}
 			if n := v.Map().Len(); n > MaxLabels {
 				return fmt.Errorf("attribute %q: %d labels (at most %d)", name, n, MaxLabels)
 			}
-			labels := make(map[string]string, v.Map().Len())
-			for k, lv := range v.Map().All() {
+			labels := sp.take(slot, v.Map().Len())
+			var err error
+			// Range, not All: the range-over-func loop's closure escaped (two allocations a map).
+			v.Map().Range(func(k string, lv pcommon.Value) bool {
 				if lv.Type() != pcommon.ValueTypeStr {
-					return fmt.Errorf("attribute %q: label %q is %s, want string", name, k, lv.Type())
+					err = fmt.Errorf("attribute %q: label %q is %s, want string", name, k, lv.Type())
+					return false
 				}
 				labels[k] = lv.Str()
-			}
+				return true
+			})
 			*get(r) = labels
-			return nil
+			return err
 		}}
 }
 
 func ctLabelsAttr(name string) Field {
 	return Field{Attribute: name, AttrType: "string",
 		value: func(bool) Value { return Value{Kind: KindString, String: ctLabelsText} },
-		enc: func(r *Record, m pcommon.Map) {
+		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if r.Conntrack.Labels != ([16]byte{}) {
-				m.PutStr(name, ctLabelsText(r))
+				b.AppendEmpty(name).SetStr(ctLabelsText(r))
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value) error {
+		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 			s, err := wantStr(name, v)
 			if err != nil {
 				return err

@@ -11,9 +11,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/flowtel/flowtel/internal/benchcpu"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/aggregate"
-	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/benchcpu"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/metadata"
 )
 

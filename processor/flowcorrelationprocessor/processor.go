@@ -2,6 +2,7 @@ package flowcorrelationprocessor
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,6 +232,7 @@ func (p *flowProcessor) aggregate(ctx context.Context, ld plog.Logs) error {
 // counted, logged with the attribute at fault, and left out alone.
 func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, recs []flowrecord.Record) []flowrecord.Record {
 	var received int64
+	recs = slices.Grow(recs, ld.LogRecordCount())
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {
 		cluster := clusterUID(rls.At(i).Resource())

@@ -3,8 +3,8 @@ package aggregate
 import (
 	"testing"
 
+	"github.com/flowtel/flowtel/internal/benchcpu"
 	"github.com/flowtel/flowtel/internal/flowrecord"
-	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/benchcpu"
 )
 
 // Antrea's BenchmarkAggregateRecordByFlowKey workload on typed records: one
