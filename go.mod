@@ -1,6 +1,6 @@
 module github.com/flowtel/flowtel
 
-go 1.26.0
+go 1.26.6
 
 require (
 	github.com/ClickHouse/clickhouse-go/v2 v2.51.0
@@ -63,6 +63,7 @@ require (
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
+	sigs.k8s.io/network-policy-api v0.3.0
 )
 
 require (

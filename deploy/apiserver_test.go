@@ -198,7 +198,7 @@ func allowed(t *testing.T, c cluster, namespace, name string, attrs authzv1.Reso
 // starts and syncs with its token, and it can neither read Secrets nor write.
 func checkNodeRBAC(t *testing.T, c cluster, namespace, sa string) {
 	t.Helper()
-	for _, res := range append(slices.Clone(k8sindex.Watched), k8sindex.PolicyWatched...) {
+	for _, res := range slices.Concat(k8sindex.Watched, k8sindex.PolicyWatched, k8sindex.AdminPolicyWatched) {
 		for _, verb := range []string{"get", "list", "watch"} {
 			if !allowed(t, c, namespace, sa, authzv1.ResourceAttributes{Verb: verb, Group: res.Group, Resource: res.Resource}) {
 				t.Errorf("%s/%s may not %s %s cluster-wide; k8s_flow needs it", namespace, sa, verb, res)

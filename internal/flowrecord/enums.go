@@ -102,7 +102,10 @@ func (d Direction) IPFIX() uint8 {
 	}
 }
 
-// PolicyType is the kind of NetworkPolicy; the values are Antrea's.
+// PolicyType is the kind of NetworkPolicy; the values up to 4 are Antrea's.
+// Antrea has none for AdminNetworkPolicy and BaselineAdminNetworkPolicy
+// (sigs.k8s.io/network-policy-api v1alpha1): flowtel's are 5 and 6, after
+// Antrea's last (decision D12).
 type PolicyType uint8
 
 const (
@@ -111,9 +114,12 @@ const (
 	PolicyTypeAntreaNetworkPolicy        PolicyType = 2
 	PolicyTypeAntreaClusterNetworkPolicy PolicyType = 3
 	PolicyTypeK8sClusterNetworkPolicy    PolicyType = 4
+	PolicyTypeAdminNetworkPolicy         PolicyType = 5
+	PolicyTypeBaselineAdminNetworkPolicy PolicyType = 6
 )
 
-var policyTypeNames = []string{"", "k8s_network_policy", "antrea_network_policy", "antrea_cluster_network_policy", "k8s_cluster_network_policy"}
+var policyTypeNames = []string{"", "k8s_network_policy", "antrea_network_policy", "antrea_cluster_network_policy", "k8s_cluster_network_policy",
+	"admin_network_policy", "baseline_admin_network_policy"}
 
 func (p PolicyType) String() string { return enumString(policyTypeNames, p) }
 

@@ -131,7 +131,7 @@ func policyAttrs(dir string, get func(*Record) *Policy, ids [6]uint16, col int) 
 	}
 	return []Field{
 		enumAttr(p+"type", policyTypeNames, func(r *Record) *PolicyType { return &get(r).Type }).
-			doc("Kind of the " + dir + " NetworkPolicy: `k8s_network_policy`, `antrea_network_policy`, `antrea_cluster_network_policy`, `k8s_cluster_network_policy`.").
+			doc("Kind of the " + dir + " NetworkPolicy: `k8s_network_policy`, `antrea_network_policy`, `antrea_cluster_network_policy`, `k8s_cluster_network_policy`, `admin_network_policy`, `baseline_admin_network_policy`.").
 			ie(ie("Type", ids[0], Unsigned8)).col(column("Type", UInt8, 4)),
 		strAttr(p+"namespace", func(r *Record) *string { return &get(r).Namespace }).
 			doc("Namespace of the " + dir + " NetworkPolicy (empty for cluster-scoped policies).").

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	policyclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
+	policyinformers "sigs.k8s.io/network-policy-api/pkg/client/informers/externalversions"
 )
 
 // Resource names one watched API resource, for errors and RBAC docs.
@@ -55,7 +57,12 @@ type Informers struct {
 
 	podFactory, factory informers.SharedInformerFactory
 	synced              map[Resource]cache.InformerSynced
-	watched             []Resource // Watched, and PolicyWatched with Options.NetworkPolicies
+	// watched is Watched, and PolicyWatched (and the served
+	// AdminPolicyWatched) with Options.NetworkPolicies.
+	watched []Resource
+	// policyClient and policyFactory: the network-policy-api's, when served.
+	policyClient  policyclient.Interface
+	policyFactory policyinformers.SharedInformerFactory
 
 	errMu   sync.Mutex
 	lastErr map[Resource]error
@@ -74,7 +81,8 @@ type wiring struct {
 }
 
 // NewInformers wires client-go shared informers (with stripping transforms)
-// to ix. Nothing talks to the API server before Start.
+// to ix. Nothing talks to the API server before Start but, with
+// Options.NetworkPolicies, the discovery of the AdminNetworkPolicy API.
 func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*Informers, error) {
 	in := &Informers{ix: ix, client: client, logger: logger, lastErr: map[Resource]error{}, synced: map[Resource]cache.InformerSynced{}}
 	in.factory = informers.NewSharedInformerFactoryWithOptions(client, 0)
@@ -104,8 +112,8 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 	}
 	in.watched = Watched
 	if ix.opts.NetworkPolicies {
-		wirings = append(wirings, in.policyWirings()...)
 		in.watched = append(slices.Clone(Watched), PolicyWatched...)
+		wirings = append(wirings, in.policyWirings()...)
 	}
 	for _, w := range wirings {
 		if err := w.informer.SetTransform(w.transform); err != nil {
@@ -195,6 +203,8 @@ func (in *Informers) Preflight(ctx context.Context) error {
 			_, err = in.client.NetworkingV1().NetworkPolicies("").List(ctx, opts)
 		case "namespaces":
 			_, err = in.client.CoreV1().Namespaces().List(ctx, opts)
+		case "adminnetworkpolicies", "baselineadminnetworkpolicies":
+			err = in.listAdminPolicy(ctx, res, opts)
 		}
 		if err != nil {
 			err = describe(res, "list", err)
@@ -230,6 +240,9 @@ func (in *Informers) Start() {
 	in.done = make(chan struct{})
 	in.factory.Start(ctx.Done())
 	in.podFactory.Start(ctx.Done())
+	if in.policyFactory != nil {
+		in.policyFactory.Start(ctx.Done())
+	}
 	go func() {
 		defer close(in.done)
 		t := time.NewTicker(purgeInterval)
@@ -302,6 +315,9 @@ func (in *Informers) Shutdown() {
 	in.cancel()
 	in.factory.Shutdown()
 	in.podFactory.Shutdown()
+	if in.policyFactory != nil {
+		in.policyFactory.Shutdown()
+	}
 	<-in.done
 	in.cancel = nil
 	// Watches are closed; their connections would idle (with their

@@ -20,6 +20,22 @@ import (
 // Options.NetworkPolicies: the ClusterRole grants get, list and watch on each.
 var PolicyWatched = []Resource{{"networking.k8s.io", "networkpolicies"}, {"", "namespaces"}}
 
+// AdminPolicyWatched lists what the Index watches in addition with
+// Options.NetworkPolicies when the API server serves it (discovery of
+// policy.networking.k8s.io/v1alpha1, the network-policy-api CRDs): the
+// ClusterRole grants get, list and watch on each; a cluster without them
+// is not asked.
+var AdminPolicyWatched = []Resource{
+	{"policy.networking.k8s.io", "adminnetworkpolicies"}, {"policy.networking.k8s.io", "baselineadminnetworkpolicies"},
+}
+
+// The policy state keeps cluster-scoped policies under these keys in place
+// of a Namespace (no Namespace name has a space).
+const (
+	adminKey    = " admin"
+	baselineKey = " baseline"
+)
+
 // maxVersions bounds the versions kept of one object (a policy, a
 // Namespace's or a Pod's labels): with DeletedPodRetention, the history's
 // bound. A connection older than the oldest kept version is evaluated
@@ -102,20 +118,25 @@ type policyState struct {
 }
 
 func (ix *Index) upsertPolicy(np *networkingv1.NetworkPolicy) {
+	ix.upsertPolicyAt(np.Namespace, &np.ObjectMeta, netpol.FromAPI(np))
+}
+
+// upsertPolicyAt records p (converted from the object with meta) under key:
+// its Namespace, or adminKey / baselineKey.
+func (ix *Index) upsertPolicyAt(key string, meta *metav1.ObjectMeta, p *netpol.Policy) {
 	now := ix.opts.Now()
-	p := netpol.FromAPI(np)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.purgePoliciesLocked(now)
-	byUID := ix.pol.policies[np.Namespace]
+	byUID := ix.pol.policies[key]
 	if byUID == nil {
 		byUID = map[string]*history[policyVersion]{}
-		ix.pol.policies[np.Namespace] = byUID
+		ix.pol.policies[key] = byUID
 	}
 	h := byUID[p.UID]
 	at := now
-	if h != nil && np.Generation != 0 {
-		if cur, ok := h.at(now, false); ok && cur.generation == np.Generation {
+	if h != nil && meta.Generation != 0 {
+		if cur, ok := h.at(now, false); ok && cur.generation == meta.Generation {
 			return // metadata changed, not the spec
 		}
 	}
@@ -124,15 +145,16 @@ func (ix *Index) upsertPolicy(np *networkingv1.NetworkPolicy) {
 		byUID[p.UID] = h
 		// A policy applies from its creation (not from when this
 		// collector saw it, which may be its start).
-		if c := np.CreationTimestamp.Time; !c.IsZero() && c.Before(now) {
+		if c := meta.CreationTimestamp.Time; !c.IsZero() && c.Before(now) {
 			at = c
 		}
 	}
-	h.set(policyVersion{p, np.Generation}, at)
-	ix.sortPoliciesLocked(np.Namespace)
+	h.set(policyVersion{p, meta.Generation}, at)
+	ix.sortPoliciesLocked(key)
 }
 
-// sortPoliciesLocked rebuilds the name order of a Namespace's policies.
+// sortPoliciesLocked rebuilds the order of a Namespace's policies: by
+// name, AdminNetworkPolicies by priority first.
 func (ix *Index) sortPoliciesLocked(namespace string) {
 	byUID := ix.pol.policies[namespace]
 	if len(byUID) == 0 {
@@ -147,7 +169,7 @@ func (ix *Index) sortPoliciesLocked(namespace string) {
 	}
 	slices.SortFunc(list, func(a, b *history[policyVersion]) int {
 		pa, pb := a.versions[len(a.versions)-1].v.p, b.versions[len(b.versions)-1].v.p
-		return cmp.Or(strings.Compare(pa.Name, pb.Name), strings.Compare(pa.UID, pb.UID))
+		return cmp.Or(cmp.Compare(pa.Priority, pb.Priority), strings.Compare(pa.Name, pb.Name), strings.Compare(pa.UID, pb.UID))
 	})
 	ix.pol.sorted[namespace] = list
 	var (
@@ -257,6 +279,12 @@ func (c cluster) Policies(namespace string, t time.Time) []*netpol.Policy {
 	return out
 }
 
+// AdminPolicies returns the AdminNetworkPolicies in force at t, by priority.
+func (c cluster) AdminPolicies(t time.Time) []*netpol.Policy { return c.Policies(adminKey, t) }
+
+// BaselinePolicies returns the BaselineAdminNetworkPolicies in force at t.
+func (c cluster) BaselinePolicies(t time.Time) []*netpol.Policy { return c.Policies(baselineKey, t) }
+
 // NamespaceLabels returns a Namespace's labels at t.
 func (c cluster) NamespaceLabels(namespace string, t time.Time) (map[string]string, bool) {
 	h := c.ix.pol.namespaces[namespace]
@@ -282,8 +310,9 @@ func (v View) PolicyVerdict(r *flowrecord.Record, ingress bool) netpol.Verdict {
 	if !ingress {
 		subject = &r.Source
 	}
-	if subject.Namespace != "" && len(v.ix.pol.sorted[subject.Namespace]) == 0 {
-		return netpol.Verdict{} // resolved already, and its Namespace never had a policy here
+	if subject.Namespace != "" && len(v.ix.pol.sorted[subject.Namespace]) == 0 &&
+		len(v.ix.pol.sorted[adminKey]) == 0 && len(v.ix.pol.sorted[baselineKey]) == 0 {
+		return netpol.Verdict{} // resolved already, and no policy that could select it was here
 	}
 	start := r.Start
 	if start.IsZero() {
@@ -334,8 +363,9 @@ func (ix *Index) peerAt(a netip.Addr, start time.Time) *pod {
 	return ix.podAt(a, start)
 }
 
-// policyWirings are the informers of PolicyWatched, and with only this
-// Node's Pods in the Index, a cluster-wide Pod informer for rule peers.
+// policyWirings are the informers of PolicyWatched (and of the served
+// AdminPolicyWatched), and with only this Node's Pods in the Index, a
+// cluster-wide Pod informer for rule peers.
 func (in *Informers) policyWirings() []wiring {
 	ix := in.ix
 	var peers []wiring
@@ -344,7 +374,7 @@ func (in *Informers) policyWirings() []wiring {
 			func(o any) { pe.upsertPod(asPodObject(o)) },
 			func(o any) { pe.deletePod(asPodObject(o)) }})
 	}
-	return append(peers, []wiring{
+	return append(append(peers, in.adminPolicyWirings()...), []wiring{
 		{PolicyWatched[0], in.factory.Networking().V1().NetworkPolicies().Informer(), stripMeta,
 			func(o any) { ix.upsertPolicy(o.(*networkingv1.NetworkPolicy)) },
 			func(o any) { n := o.(*networkingv1.NetworkPolicy); ix.deletePolicy(n.Namespace, string(n.UID)) }},

@@ -1,7 +1,9 @@
-// Package netpol evaluates Kubernetes NetworkPolicies (networking.k8s.io/v1)
-// for one connection, as they stood when it started (decision D12): which
-// policies isolate the destination Pod for ingress and the source Pod for
-// egress, and which of their rules admits the connection.
+// Package netpol evaluates Kubernetes NetworkPolicies (networking.k8s.io/v1),
+// and AdminNetworkPolicies and BaselineAdminNetworkPolicies
+// (policy.networking.k8s.io/v1alpha1) where the cluster serves them, for one
+// connection, as they stood when it started (decision D12): which policies
+// isolate the destination Pod for ingress and the source Pod for egress, and
+// which of their rules admits (or denies) the connection.
 //
 // The package holds no state of its own: a Cluster (internal/k8sindex, with
 // its bounded history) answers which policies and Namespace labels applied at
@@ -33,12 +35,33 @@
 //     rules have no names; the index is stable while the policy is not
 //     edited and says which rule to read.
 //
+// Precedence, per direction (the network-policy-api's):
+//  1. AdminNetworkPolicies that select the Pod (subject: its Namespace's
+//     labels, and its own labels for a pods subject), lowest priority
+//     number first (equal priorities: by name), their rules in order: the
+//     first rule that matches decides. Allow admits, Deny denies, both
+//     naming that rule by its own name; Pass skips every remaining
+//     AdminNetworkPolicy.
+//  2. NetworkPolicies, as above, when no AdminNetworkPolicy decided: an
+//     isolated Pod is admitted or denied here.
+//  3. BaselineAdminNetworkPolicies (the cluster's "default"), when no
+//     NetworkPolicy isolates the Pod: the first matching rule, Allow or Deny.
+//
+// Cluster-scoped policies have no Namespace. Their peers are namespaces
+// (every Pod of the matching Namespaces), pods (matching Pods of matching
+// Namespaces), networks (CIDRs, any address) and nodes (Node endpoints; the
+// Nodes' labels are not known here, so a nodes peer that might match makes
+// the verdict Undetermined); domainNames peers match nothing (the
+// connection's address says nothing about a name). Ports are portNumber,
+// portRange and namedPort (a container port's name, any protocol).
+//
 // When the answer depends on what the caller does not know (a peer Pod's
 // labels, the destination Pod's container ports for a named port) and no
 // rule admits the connection on what is known, the verdict is Undetermined.
 package netpol
 
 import (
+	"cmp"
 	"net/netip"
 	"time"
 
@@ -54,20 +77,43 @@ const (
 	ProtocolSCTP uint8 = 132
 )
 
-// Policy is a NetworkPolicy in the form evaluation needs.
+// Policy is a NetworkPolicy, AdminNetworkPolicy or
+// BaselineAdminNetworkPolicy in the form evaluation needs.
 type Policy struct {
 	Namespace, Name, UID string
-	// PodSelector selects the Pods of Namespace the policy applies to.
+	// Type is the records' policy type; zero is PolicyTypeK8sNetworkPolicy.
+	Type flowrecord.PolicyType
+	// Priority orders AdminNetworkPolicies, lowest first.
+	Priority int32
+	// NamespaceSelector, for a cluster-scoped policy, selects the Namespaces
+	// of the Pods it applies to (with PodSelector, when not nil).
+	NamespaceSelector labels.Selector
+	// PodSelector selects the Pods of Namespace (of NamespaceSelector's
+	// Namespaces) the policy applies to.
 	PodSelector labels.Selector
 	// Ingress and Egress are the policy types it isolates for.
 	Ingress, Egress           bool
 	IngressRules, EgressRules []Rule
 }
 
+// Action is what a matching rule does.
+type Action uint8
+
+const (
+	// ActionAllow admits (every NetworkPolicy rule).
+	ActionAllow Action = iota
+	// ActionDeny denies (AdminNetworkPolicy, BaselineAdminNetworkPolicy).
+	ActionDeny
+	// ActionPass hands over to the NetworkPolicies (AdminNetworkPolicy).
+	ActionPass
+)
+
 // Rule is one ingress or egress rule.
 type Rule struct {
-	// Name is "ingress-<index>" or "egress-<index>" (package doc).
-	Name string
+	// Name is "ingress-<index>" or "egress-<index>" for a NetworkPolicy
+	// (package doc), the rule's own name for the cluster-scoped ones.
+	Name   string
+	Action Action
 	// Peers nil or empty: every peer.
 	Peers []Peer
 	// Ports nil or empty: every port and protocol.
@@ -75,10 +121,12 @@ type Rule struct {
 }
 
 // Peer is one from/to entry. Pods and Namespaces nil with Block set is an
-// ipBlock; Namespaces nil alone means the policy's own Namespace.
+// ipBlock (or networks); Namespaces nil alone means the policy's own
+// Namespace; Nodes set is a nodes peer.
 type Peer struct {
 	Pods, Namespaces labels.Selector
 	Block            *IPBlock
+	Nodes            labels.Selector
 }
 
 // IPBlock is a CIDR minus its excepts (masked prefixes).
@@ -88,7 +136,8 @@ type IPBlock struct {
 }
 
 // Port is one ports entry: Protocol with Port (0: every port), up to EndPort
-// (0: Port alone), or the container port called Name.
+// (0: Port alone), or the container port called Name (of Protocol; 0: of
+// any protocol).
 type Port struct {
 	Protocol      uint8
 	Port, EndPort uint16
@@ -136,6 +185,10 @@ type Cluster interface {
 	Policies(namespace string, t time.Time) []*Policy
 	// NamespaceLabels returns a Namespace's labels as of t; false when unknown.
 	NamespaceLabels(namespace string, t time.Time) (map[string]string, bool)
+	// AdminPolicies returns the AdminNetworkPolicies as of t, by priority
+	// then name; BaselinePolicies the BaselineAdminNetworkPolicies, by name.
+	AdminPolicies(t time.Time) []*Policy
+	BaselinePolicies(t time.Time) []*Policy
 }
 
 // Outcome is a verdict's kind.
@@ -147,7 +200,9 @@ const (
 	Unisolated Outcome = iota
 	// Allowed: a rule of Policy (RuleName) admits the connection.
 	Allowed
-	// Denied: the Pod is isolated (by Policy, the first by name) and no rule admits it.
+	// Denied: the Pod is isolated (by Policy, the first NetworkPolicy by
+	// name) and no rule admits it, or a Deny rule of a cluster-scoped
+	// Policy (RuleName) matches it.
 	Denied
 	// Undetermined: no rule admits it on what is known, but one might on what is not.
 	Undetermined
@@ -178,7 +233,8 @@ func (v Verdict) Observed() flowrecord.Policy {
 
 // Denied is the record's policy fields for a connection the datapath
 // dropped or rejected (action, as it reported): on a Denied side the
-// isolating policy with that action and no rule; an Allowed side names its
+// isolating policy with that action (and the Deny rule of a cluster-scoped
+// one, no rule for a NetworkPolicy); an Allowed side names its
 // admitting policy (the other direction denied it); nothing otherwise.
 func (v Verdict) Denied(action flowrecord.RuleAction) flowrecord.Policy {
 	switch v.Outcome {
@@ -192,14 +248,14 @@ func (v Verdict) Denied(action flowrecord.RuleAction) flowrecord.Policy {
 
 func (v Verdict) fields(action flowrecord.RuleAction) flowrecord.Policy {
 	return flowrecord.Policy{
-		Type: flowrecord.PolicyTypeK8sNetworkPolicy, Namespace: v.Policy.Namespace, Name: v.Policy.Name,
+		Type: cmp.Or(v.Policy.Type, flowrecord.PolicyTypeK8sNetworkPolicy), Namespace: v.Policy.Namespace, Name: v.Policy.Name,
 		UID: v.Policy.UID, RuleName: v.RuleName, RuleAction: action,
 	}
 }
 
 // Evaluate returns the ingress verdict (policies selecting the destination
 // Pod) with isIngress, else the egress verdict (policies selecting the
-// source Pod).
+// source Pod), in the precedence of the package doc.
 func Evaluate(c Cluster, conn *Connection, isIngress bool) Verdict {
 	subject, peer := &conn.Destination, &conn.Source
 	if !isIngress {
@@ -208,6 +264,73 @@ func Evaluate(c Cluster, conn *Connection, isIngress bool) Verdict {
 	if subject.Kind != flowrecord.EndpointPod || subject.Namespace == "" {
 		return Verdict{}
 	}
+	if v, decided := clusterTier(c, conn, c.AdminPolicies(conn.Start), subject, peer, isIngress); decided {
+		return v
+	}
+	if v := namespaceTier(c, conn, subject, peer, isIngress); v.Outcome != Unisolated {
+		return v
+	}
+	v, _ := clusterTier(c, conn, c.BaselinePolicies(conn.Start), subject, peer, isIngress)
+	return v
+}
+
+// clusterTier evaluates cluster-scoped policies in order: the first rule
+// that matches decides (Pass: decided false, as when none matches). What
+// might match, on what is not known, leaves the verdict Undetermined.
+func clusterTier(c Cluster, conn *Connection, policies []*Policy, subject, peer *Endpoint, isIngress bool) (Verdict, bool) {
+	for _, p := range policies {
+		switch selectsCluster(c, conn, p, subject) {
+		case no:
+			continue
+		case maybe:
+			return Verdict{Outcome: Undetermined, Policy: p}, true
+		}
+		rules := p.IngressRules
+		if !isIngress {
+			rules = p.EgressRules
+		}
+		for i := range rules {
+			r := &rules[i]
+			switch ruleMatches(c, conn, p, r, peer) {
+			case maybe:
+				return Verdict{Outcome: Undetermined, Policy: p}, true
+			case yes:
+				switch r.Action {
+				case ActionPass:
+					return Verdict{}, false
+				case ActionDeny:
+					return Verdict{Outcome: Denied, Policy: p, RuleName: r.Name}, true
+				}
+				return Verdict{Outcome: Allowed, Policy: p, RuleName: r.Name}, true
+			}
+		}
+	}
+	return Verdict{}, false
+}
+
+// selectsCluster is whether a cluster-scoped policy's subject is the Pod.
+func selectsCluster(c Cluster, conn *Connection, p *Policy, subject *Endpoint) tri {
+	ns := yes
+	if p.NamespaceSelector != nil && !p.NamespaceSelector.Empty() {
+		if l, ok := c.NamespaceLabels(subject.Namespace, conn.Start); !ok {
+			ns = maybe
+		} else {
+			ns = boolTri(p.NamespaceSelector.Matches(labels.Set(l)))
+		}
+	}
+	pods := yes
+	if p.PodSelector != nil && !p.PodSelector.Empty() {
+		if !subject.known() {
+			pods = maybe
+		} else {
+			pods = boolTri(p.PodSelector.Matches(labels.Set(subject.Labels)))
+		}
+	}
+	return and(ns, pods)
+}
+
+// namespaceTier is the NetworkPolicies' verdict.
+func namespaceTier(c Cluster, conn *Connection, subject, peer *Endpoint, isIngress bool) Verdict {
 	var (
 		v         Verdict
 		uncertain bool
@@ -295,7 +418,7 @@ func anyOf(n int, match func(int) tri) tri {
 }
 
 func portMatches(pt *Port, conn *Connection) tri {
-	if pt.Protocol != conn.Protocol {
+	if pt.Protocol != conn.Protocol && (pt.Protocol != 0 || pt.Name == "") {
 		return no
 	}
 	if pt.Name != "" {
@@ -307,7 +430,7 @@ func portMatches(pt *Port, conn *Connection) tri {
 			return maybe
 		}
 		for _, cp := range dst.Ports {
-			if cp.Name == pt.Name && cp.Protocol == pt.Protocol && cp.Port == conn.Port {
+			if cp.Name == pt.Name && cp.Protocol == conn.Protocol && cp.Port == conn.Port {
 				return yes
 			}
 		}
@@ -324,6 +447,15 @@ func portMatches(pt *Port, conn *Connection) tri {
 }
 
 func peerMatches(c Cluster, conn *Connection, p *Policy, pe *Peer, peer *Endpoint) tri {
+	if pe.Nodes != nil {
+		if peer.Kind != flowrecord.EndpointNode {
+			return no
+		}
+		if pe.Nodes.Empty() {
+			return yes
+		}
+		return maybe // the Node's labels are not known here
+	}
 	if pe.Block != nil {
 		a := peer.Address.Unmap()
 		if !pe.Block.CIDR.Contains(a) {
