@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -198,13 +199,54 @@ func (c *cluster) bind(t *testing.T, namespace, role string, subject rbacv1.Subj
 		_, err := c.cp.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: []rbacv1.Subject{subject}}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		return name
+	} else {
+		c.namespace(t, namespace)
+		_, err := c.cp.Admin.RbacV1().RoleBindings(namespace).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: []rbacv1.Subject{subject}}, metav1.CreateOptions{})
+		require.NoError(t, err)
 	}
-	c.namespace(t, namespace)
-	_, err := c.cp.Admin.RbacV1().RoleBindings(namespace).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: []rbacv1.Subject{subject}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	c.waitGranted(t, namespace, kind, role, subject)
 	return name
+}
+
+// waitGranted waits until the API server's authorizer, whose RBAC cache
+// follows bindings a moment after they are written, grants subject the
+// role's first rule: a test that opens a stream right after binding would
+// otherwise race it (PermissionDenied under load).
+func (c *cluster) waitGranted(t *testing.T, namespace, kind, role string, subject rbacv1.Subject) {
+	t.Helper()
+	ctx := context.Background()
+	var rules []rbacv1.PolicyRule
+	if kind == "Role" {
+		r, err := c.cp.Admin.RbacV1().Roles(namespace).Get(ctx, role, metav1.GetOptions{})
+		require.NoError(t, err)
+		rules = r.Rules
+	} else {
+		r, err := c.cp.Admin.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+		require.NoError(t, err)
+		rules = r.Rules
+	}
+	if len(rules) == 0 || len(rules[0].Verbs) == 0 || len(rules[0].Resources) == 0 {
+		return
+	}
+	rule := rules[0]
+	spec := authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+		Namespace: namespace, Verb: rule.Verbs[0], Resource: rule.Resources[0]}}
+	if len(rule.APIGroups) > 0 {
+		spec.ResourceAttributes.Group = rule.APIGroups[0]
+	}
+	switch subject.Kind {
+	case "Group":
+		spec.User, spec.Groups = "flowtel-test-probe", []string{subject.Name}
+	case "ServiceAccount":
+		spec.User, spec.Groups = "system:serviceaccount:"+subject.Namespace+":"+subject.Name, []string{"system:serviceaccounts"}
+	default:
+		spec.User = subject.Name
+	}
+	require.Eventually(t, func() bool {
+		r, err := c.cp.Admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed
+	}, 10*time.Second, 50*time.Millisecond, "%s %s bound to %s in %q is not granted %v", subject.Kind, subject.Name, role, namespace, rule)
 }
 
 func (c *cluster) namespace(t *testing.T, ns string) {
