@@ -76,7 +76,11 @@ type conntrackReceiver struct {
 	scratch     store.Conn
 	exports     []store.Export
 	observeFn   func(*store.Conn)
-	pollShed    int
+	offerFn     func(*conntrack.Flow)
+	dumpZone    uint16
+	shed        *shedSet
+	pollShed    int // connections shed at this poll
+	pollNewShed int // of which not shed at the previous poll
 	lastShedLog time.Time
 	now         func() time.Time
 }
@@ -112,6 +116,8 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*connt
 		store: store.New(store.Config{ActiveTimeout: active, IdleTimeout: idle, StaleTimeout: stale, MaxConnections: cfg.MaxConnections}),
 	}
 	r.observeFn = r.observe
+	r.offerFn = r.offer
+	r.shed = newShedSet(shedMemory)
 	r.evWakeAt = max(1, min(evWakeAt, cfg.MaxQueuedEvents/2))
 	return r, nil
 }
@@ -310,10 +316,12 @@ func (r *conntrackReceiver) dump(now time.Time) error {
 	}
 	r.store.BeginPoll(now)
 	r.prof.Begin(now, r.local)
-	r.pollShed = 0
+	r.pollShed, r.pollNewShed = 0, 0
 	var entries int
 	for _, zone := range r.prof.PollZones() {
-		flows, err := r.src.DumpZone(zone)
+		r.dumpZone = zone
+		n, err := r.src.DumpZone(zone, r.offerFn)
+		entries += n
 		if err != nil {
 			if ctsource.IsNoBufs(err) {
 				r.tel.ReceiverConntrackNetlinkErrors.Add(ctx, 1, failedENOBUFS)
@@ -324,12 +332,9 @@ func (r *conntrackReceiver) dump(now time.Time) error {
 			// rest of the dump.
 			r.src.Close()
 			r.src = nil
+			r.shed.endPoll(false)
+			r.noteShed(ctx, now)
 			return err
-		}
-		entries += len(flows)
-		for i := range flows {
-			ctsource.Convert(&flows[i], &r.scratch)
-			r.prof.Offer(zone, &r.scratch, r.observeFn)
 		}
 	}
 	ps := r.prof.End(r.observeFn)
@@ -340,13 +345,23 @@ func (r *conntrackReceiver) dump(now time.Time) error {
 		r.tel.ReceiverConntrackRecordsDropped.Add(ctx, int64(st.Stale), droppedStale)
 		r.logger.Warn("gone connections removed before their final record was exported", zap.Int("count", st.Stale))
 	}
-	r.noteShed(ctx, r.pollShed, now)
+	r.shed.endPoll(true)
+	r.noteShed(ctx, now)
 	return nil
+}
+
+// offer converts one dumped entry and hands it to the profile.
+func (r *conntrackReceiver) offer(f *conntrack.Flow) {
+	ctsource.Convert(f, &r.scratch)
+	r.prof.Offer(r.dumpZone, &r.scratch, r.observeFn)
 }
 
 func (r *conntrackReceiver) observe(c *store.Conn) {
 	if !r.store.Observe(c) {
 		r.pollShed++
+		if r.shed.add(c) {
+			r.pollNewShed++
+		}
 	}
 }
 
@@ -361,15 +376,18 @@ func (r *conntrackReceiver) countFiltered(ctx context.Context, ps profile.Stats)
 	}
 }
 
-func (r *conntrackReceiver) noteShed(ctx context.Context, n int, now time.Time) {
-	if n == 0 {
-		return
+// noteShed counts the connections this poll shed that the previous one did
+// not (each shed connection once), and logs now and then how many are left
+// out.
+func (r *conntrackReceiver) noteShed(ctx context.Context, now time.Time) {
+	if r.pollNewShed > 0 {
+		r.tel.ReceiverConntrackConnectionsShed.Add(ctx, int64(r.pollNewShed), shedMaxConnections)
 	}
-	r.tel.ReceiverConntrackConnectionsShed.Add(ctx, int64(n), shedMaxConnections)
-	if now.Sub(r.lastShedLog) >= shedLogInterval {
+	if r.pollShed > 0 && now.Sub(r.lastShedLog) >= shedLogInterval {
 		r.lastShedLog = now
 		r.logger.Warn("connection store full: new connections are not tracked",
-			zap.Int("shed", n), zap.Int("max_connections", r.cfg.MaxConnections))
+			zap.Int("shed_this_poll", r.pollShed), zap.Int("newly_shed", r.pollNewShed),
+			zap.Int("max_connections", r.cfg.MaxConnections))
 	}
 }
 

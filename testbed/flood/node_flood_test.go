@@ -45,13 +45,13 @@ func TestNodeCollectorMillionEntries(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and conntrack over netlink")
 	}
-	// Up to max_connections (100k) entries, the process stays under the
-	// DaemonSet's 512 MiB limit and polls keep their period: asserted. Over
-	// it, connections are shed and counted (asserted), but the dump of the
-	// whole table is held in memory at once, so RSS grows with the table,
-	// not with max_connections, and polls of 1M entries take longer than the
-	// period: logged and reported in testbed/results.md, not asserted.
-	const maxConns, poll, boundedUpTo, rssBound = 100_000, 5 * time.Second, 100_000, 512 << 20
+	// At every level the process stays under the DaemonSet's 512 MiB limit
+	// (the receiver streams the dump: its memory follows max_connections,
+	// not the table) and each connection over max_connections is counted as
+	// shed once: asserted. Polls keep their period up to 500k entries
+	// (asserted); a poll of 1M entries takes longer than 5 s on 2 shared
+	// cores: logged and reported in testbed/results.md, not asserted.
+	const maxConns, poll, periodUpTo, rssBound = 100_000, 5 * time.Second, 500_000, 512 << 20
 	old, err := os.ReadFile(conntrackMax)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(conntrackMax, []byte("1100000"), 0o644))
@@ -146,11 +146,9 @@ service:
 			level, fill.Round(time.Second), (s2-s1)/(n2-n1), int(n2-n1), period.Round(100*time.Millisecond), poll, rss>>20, entries, held, shed)
 		require.GreaterOrEqual(t, entries, float64(level), "the poll did not see the table")
 		require.LessOrEqual(t, held, float64(maxConns), "connections held over max_connections")
-		if level > maxConns {
-			require.GreaterOrEqual(t, shed, float64(level-maxConns), "connections over max_connections not counted as shed")
-		}
-		if level <= boundedUpTo {
-			require.Less(t, rss, int64(rssBound), "RSS over the DaemonSet's memory limit")
+		require.Equal(t, float64(max(0, level-maxConns)), shed, "connections over max_connections not counted once each as shed")
+		require.Less(t, rss, int64(rssBound), "RSS over the DaemonSet's memory limit")
+		if level <= periodUpTo {
 			require.Less(t, period, poll+poll/2, "polls fell behind their period")
 		}
 	}

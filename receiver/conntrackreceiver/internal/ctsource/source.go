@@ -10,10 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Source is a netlink socket onto one namespace's conntrack table.
+// Source is a netlink socket onto one namespace's conntrack table, and a
+// second one its dumps are read from, one receive at a time (dump.go).
 type Source struct {
 	ns   *Namespace
 	conn *conntrack.Conn
+	dumper
 }
 
 // Dial opens a conntrack socket in ns.
@@ -22,7 +24,12 @@ func Dial(ns *Namespace) (*Source, error) {
 	if err != nil {
 		return nil, netlinkError(ns, "cannot open a conntrack netlink socket", err, fixModule)
 	}
-	return &Source{ns: ns, conn: c}, nil
+	s := &Source{ns: ns, conn: c}
+	if err := s.dumper.open(netlinkConfig(ns)); err != nil {
+		c.Close()
+		return nil, netlinkError(ns, "cannot open a conntrack netlink socket", err, fixModule)
+	}
+	return s, nil
 }
 
 func netlinkConfig(ns *Namespace) *netlink.Config {
@@ -60,19 +67,8 @@ func (s *Source) Probe() (int, error) {
 	return int(st.Entries), nil
 }
 
-// DumpZone returns the entries of one zone. The zone is also sent to the
-// kernel as a dump filter (Linux ≥ 6.8); older kernels ignore it and return
-// every entry, so callers re-check the zone.
-func (s *Source) DumpZone(zone uint16) ([]conntrack.Flow, error) {
-	fs, err := s.conn.DumpFilter(conntrack.NewFilter().Zone(zone), nil)
-	if err != nil {
-		return fs, netlinkError(s.ns, fmt.Sprintf("dump of zone %d failed", zone), err, "it is retried at the next poll")
-	}
-	return fs, nil
-}
-
-// Close closes the socket.
-func (s *Source) Close() error { return s.conn.Close() }
+// Close closes the sockets.
+func (s *Source) Close() error { return errors.Join(s.conn.Close(), s.dumper.close()) }
 
 // IsNoBufs reports whether err is the kernel saying the socket's receive
 // buffer overflowed (ENOBUFS): the dump or event stream lost messages.

@@ -80,7 +80,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverConntrackConnectionsShed, err = builder.meter.Int64Counter(
 		"otelcol_receiver_conntrack_connections_shed",
-		metric.WithDescription("New connections not tracked because the store was full (max_connections). [Development]"),
+		metric.WithDescription("Connections not tracked because the store was full (max_connections), each counted once, at the first poll that could not hold it. [Development]"),
 		metric.WithUnit("{connection}"),
 	)
 	errs = errors.Join(errs, err)

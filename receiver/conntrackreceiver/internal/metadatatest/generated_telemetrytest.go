@@ -38,7 +38,7 @@ func AssertEqualReceiverConntrackConnections(t *testing.T, tt *componenttest.Tel
 func AssertEqualReceiverConntrackConnectionsShed(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_conntrack_connections_shed",
-		Description: "New connections not tracked because the store was full (max_connections). [Development]",
+		Description: "Connections not tracked because the store was full (max_connections), each counted once, at the first poll that could not hold it. [Development]",
 		Unit:        "{connection}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
