@@ -106,6 +106,21 @@ func logsOf(clusterUID string, recs ...*flowrecord.Record) plog.Logs {
 
 // metricSum is the sum of a counter's data points whose attributes include
 // the given reason ("" for all points); 0 when the metric was never recorded.
+// writtenAfter returns rows_written once it reaches want or 10 s passed: the
+// server holds a batch's rows once its INSERT commits, a moment before the
+// driver's Send returns and the exporter counts them (Theia's views,
+// written with the table, widen that moment).
+func writtenAfter(t testing.TB, tt *componenttest.Telemetry, want int64) int64 {
+	t.Helper()
+	var n int64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if n = metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_written", ""); n >= want {
+			break
+		}
+	}
+	return n
+}
+
 func metricSum(t testing.TB, tt *componenttest.Telemetry, name, reason string) int64 {
 	t.Helper()
 	m, err := tt.GetMetric(name)

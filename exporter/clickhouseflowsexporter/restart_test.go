@@ -59,7 +59,7 @@ func TestServerRestartMidStream(t *testing.T) {
 	if n := count(t, conn, "SELECT uniqExact(sourcePodName) FROM restart.flows"); n != uint64(sent) {
 		t.Errorf("%d distinct records, want %d", n, sent)
 	}
-	if n := metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_written", ""); n != int64(sent) {
+	if n := writtenAfter(t, tt, int64(sent)); n != int64(sent) {
 		t.Errorf("rows.written = %d, want %d", n, sent)
 	}
 	if n := metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_insert_failed", reasonConnection); n == 0 {

@@ -277,15 +277,7 @@ func TestEveryColumnReadsBack(t *testing.T) {
 	if got[41004]["sourceIP"] != "fd00:10::5" {
 		t.Errorf("to-external sourceIP = %#v", got[41004]["sourceIP"])
 	}
-	// The server has the rows once the INSERT commits, a moment before the
-	// driver's Send returns and the exporter counts them (the views written
-	// with the table widen that moment): wait for the count, then it must be 5.
-	var n int64
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if n = metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_written", ""); n >= 5 {
-			break
-		}
-	}
+	n := writtenAfter(t, tt, 5)
 	if n != 5 {
 		t.Errorf("rows.written = %d, want 5", n)
 	}
