@@ -4,23 +4,31 @@
 # For production, prefer your own PKI or cert-manager (docs/deploy.md).
 #
 # Usage: deploy/certs.sh [--apply] [--namespace flowtel] [--gateway-name flowtel-gateway]
-#                        [--node-name flowtel-node] [--days 365] [--out DIR]
-#   --gateway-name  the gateway Service name the node collectors verify:
-#                   flowtel-gateway (kustomize, Operator), <fullname>-gateway (Helm)
-#   --node-name     prefix of the node client Secret: flowtel-node (kustomize), <fullname>-node (Helm)
+#                        [--node-name flowtel-node] [--flowstream-name flowtel-flowstream]
+#                        [--days 365] [--out DIR]
+#   --gateway-name     the gateway Service name the node collectors verify:
+#                      flowtel-gateway (kustomize, Operator), <fullname>-gateway (Helm)
+#   --node-name        prefix of the node client Secret: flowtel-node (kustomize), <fullname>-node (Helm)
+#   --flowstream-name  the flow stream fan-in's Service name: flowtel-flowstream
+#                      (kustomize, Operator), <fullname>-flowstream (Helm)
 # Secrets (in the namespace):
-#   <gateway-name>-tls  tls.crt, tls.key (DNS:<gateway-name>.<namespace>.svc), ca.crt
-#   <gateway-name>-ca   ca.crt
-#   <node-name>-tls     tls.crt, tls.key: client certificate for mTLS
+#   <gateway-name>-tls     tls.crt, tls.key (DNS:<gateway-name>.<namespace>.svc), ca.crt;
+#                          also the gateways' client certificate towards the fan-in
+#   <gateway-name>-ca      ca.crt
+#   <node-name>-tls        tls.crt, tls.key: client certificate for mTLS
+#   <flowstream-name>-tls  tls.crt, tls.key (DNS:<flowstream-name>.<namespace>.svc), ca.crt:
+#                          the fan-in's certificate, and the CA it requires the gateways'
+#                          client certificates to chain to (unused without the flow stream)
 set -euo pipefail
 
-ns=flowtel gw=flowtel-gateway node=flowtel-node days=365 out="" apply=false
+ns=flowtel gw=flowtel-gateway node=flowtel-node fs=flowtel-flowstream days=365 out="" apply=false
 while [ $# -gt 0 ]; do
 	case $1 in
 	--apply) apply=true ;;
 	--namespace) ns=$2; shift ;;
 	--gateway-name) gw=$2; shift ;;
 	--node-name) node=$2; shift ;;
+	--flowstream-name) fs=$2; shift ;;
 	--days) days=$2; shift ;;
 	--out) out=$2; shift ;;
 	*) echo "certs.sh: unknown argument $1" >&2; exit 2 ;;
@@ -42,9 +50,12 @@ issue() { # issue <file> <subject CN> <extensions>
 		-out "$1.crt" -extfile <(printf '%b' "$3") 2>/dev/null
 	rm "$1.csr"
 }
-issue gateway "$name" "subjectAltName=DNS:$name\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment"
+# The gateway's certificate serves node collectors and, as a client
+# certificate, authenticates the gateway to the flow stream fan-in.
+issue gateway "$name" "subjectAltName=DNS:$name\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=digitalSignature,keyEncipherment"
 issue node "$node" "extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment"
-openssl verify -CAfile ca.crt gateway.crt node.crt >/dev/null
+issue flowstream "$fs.$ns.svc" "subjectAltName=DNS:$fs.$ns.svc\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment"
+openssl verify -CAfile ca.crt gateway.crt node.crt flowstream.crt >/dev/null
 echo "certs.sh: certificates in $out (gateway name $name)" >&2
 
 if $apply; then
@@ -53,5 +64,6 @@ if $apply; then
 	k generic "$gw-tls" --from-file=tls.crt=gateway.crt --from-file=tls.key=gateway.key --from-file=ca.crt=ca.crt
 	k generic "$gw-ca" --from-file=ca.crt=ca.crt
 	k tls "$node-tls" --cert=node.crt --key=node.key
+	k generic "$fs-tls" --from-file=tls.crt=flowstream.crt --from-file=tls.key=flowstream.key --from-file=ca.crt=ca.crt
 	echo "certs.sh: keep $out/ca.key safe (or delete it): it signs certificates the gateway trusts" >&2
 fi

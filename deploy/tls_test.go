@@ -25,9 +25,10 @@ import (
 
 // secretFiles maps the Secrets deploy/certs.sh creates to the files it writes.
 var secretFiles = map[string]map[string]string{
-	"flowtel-gateway-tls": {"tls.crt": "gateway.crt", "tls.key": "gateway.key", "ca.crt": "ca.crt"},
-	"flowtel-gateway-ca":  {"ca.crt": "ca.crt"},
-	"flowtel-node-tls":    {"tls.crt": "node.crt", "tls.key": "node.key"},
+	"flowtel-gateway-tls":    {"tls.crt": "gateway.crt", "tls.key": "gateway.key", "ca.crt": "ca.crt"},
+	"flowtel-gateway-ca":     {"ca.crt": "ca.crt"},
+	"flowtel-node-tls":       {"tls.crt": "node.crt", "tls.key": "node.key"},
+	"flowtel-flowstream-tls": {"tls.crt": "flowstream.crt", "tls.key": "flowstream.key", "ca.crt": "ca.crt"},
 }
 
 // The certificates deploy/certs.sh makes, mounted where each deployment path
@@ -88,14 +89,8 @@ func TestTLSHandshakeWithCertsScript(t *testing.T) {
 			if err := handshake(t, client, server); err != nil {
 				t.Fatalf("node -> gateway TLS handshake: %v", err)
 			}
-			noCert := client
-			noCert.CertFile, noCert.KeyFile = "", ""
-			otherCA := client
-			otherCA.CertFile, otherCA.KeyFile = filepath.Join(otherDir, "node.crt"), filepath.Join(otherDir, "node.key")
-			expired := client
-			expired.CertFile, expired.KeyFile = expiredCert, expiredKey
 			optOut := optOuts[v.name] == optOutNoClientAuth
-			for name, c := range map[string]configtls.ClientConfig{"without a certificate": noCert, "with another CA's certificate": otherCA, "with an expired certificate": expired} {
+			for name, c := range badClients(client, filepath.Join(otherDir, "node"), expiredCert, expiredKey) {
 				err := handshake(t, c, server)
 				if !optOut && err == nil {
 					t.Errorf("a client %s was accepted", name)
@@ -106,6 +101,17 @@ func TestTLSHandshakeWithCertsScript(t *testing.T) {
 			}
 		})
 	}
+}
+
+// badClients are client TLS settings the gateway (or the fan-in) must
+// refuse, made from good ones: without a certificate, with another CA's
+// (other is its files' path without .crt/.key) and with an expired one.
+func badClients(good configtls.ClientConfig, other, expiredCert, expiredKey string) map[string]configtls.ClientConfig {
+	noCert, otherCA, expired := good, good, good
+	noCert.CertFile, noCert.KeyFile = "", ""
+	otherCA.CertFile, otherCA.KeyFile = other+".crt", other+".key"
+	expired.CertFile, expired.KeyFile = expiredCert, expiredKey
+	return map[string]configtls.ClientConfig{"without a certificate": noCert, "with another CA's certificate": otherCA, "with an expired certificate": expired}
 }
 
 // expiredClientCert signs, with the CA certs.sh wrote to dir, a client
@@ -307,5 +313,14 @@ func TestCertManagerCertificates(t *testing.T) {
 	}
 	if len(want) != 3 {
 		t.Errorf("TLS files come from Secrets %v, want the gateway's, the CA's and the node collectors'", want)
+	}
+	// The flow stream fan-in (components/flow-stream) serves with
+	// flowtel-flowstream-tls and requires the gateways' certificate as client
+	// certificate.
+	if fs := certs["flowtel-flowstream-tls"]; !slices.Contains(fs.Usages, "server auth") || !slices.Contains(fs.DNSNames, "flowtel-flowstream.flowtel.svc") || issuers[fs.IssuerRef.Name] != "flowtel-gateway-ca" {
+		t.Errorf("flowtel-flowstream-tls: %+v, want a server certificate for flowtel-flowstream.flowtel.svc from the CA in flowtel-gateway-ca", fs)
+	}
+	if gwCert := certs["flowtel-gateway-tls"]; !slices.Contains(gwCert.Usages, "client auth") {
+		t.Errorf("flowtel-gateway-tls: usages %v, want client auth too (the gateways authenticate to the flow stream fan-in)", gwCert.Usages)
 	}
 }

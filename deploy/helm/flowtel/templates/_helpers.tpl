@@ -109,7 +109,15 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 {{- end }}
 {{- $_ := set $exporters.debug "verbosity" $s.debug.verbosity -}}
 {{- if .Values.flowStream.enabled }}
-{{- $_ := set $exporters "otlp/flowstream" (dict "endpoint" (printf "%s:4317" (include "flowtel.flowstream.fullname" .)) "tls" (dict "ca_file" "/etc/flowtel/tls/ca.crt")) -}}
+{{- /* The fan-in's certificate names its Service; with mTLS (the default) the
+       gateway presents its own certificate, which the fan-in requires. */ -}}
+{{- $fsTLS := dict "ca_file" "/etc/flowtel/tls/ca.crt" "server_name_override" (printf "%s.%s.svc" (include "flowtel.flowstream.fullname" .) .Release.Namespace) -}}
+{{- if .Values.tls.mtls.enabled }}
+{{- $_ := set $fsTLS "cert_file" "/etc/flowtel/tls/tls.crt" -}}
+{{- $_ := set $fsTLS "key_file" "/etc/flowtel/tls/tls.key" -}}
+{{- $_ := set $fsTLS "reload_interval" "1m" -}}
+{{- end }}
+{{- $_ := set $exporters "otlp/flowstream" (dict "endpoint" (printf "%s:4317" (include "flowtel.flowstream.fullname" .)) "tls" $fsTLS) -}}
 {{- $names = append $names "otlp/flowstream" -}}
 {{- end }}
 {{- if or $s.debug.enabled (empty $names) }}
