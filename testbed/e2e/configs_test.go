@@ -46,10 +46,10 @@ func TestOverlaysValidate(t *testing.T) {
 		{gateways: 1, nodeStorage: true, nodeTap: "127.0.0.1:4317"},
 		{gateways: 1, conntrackExtra: ", events: false"},
 	} {
-		o := nodeCollector(node, nodeBin, "/nonexistent/kubeconfig", gateways, opt, dir)
+		o := nodeCollector(t, node, nodeBin, "/nonexistent/kubeconfig", gateways, opt, dir)
 		o.Name += "-" + string(rune('a'+i))
 		validate(o)
 	}
-	validate(gatewayCollector("gateway-all", gatewayBin, dir, 14317, gatewaySinks{clickhouse: "tcp://127.0.0.1:9000", ipfix: "127.0.0.1:4739", otlp: "127.0.0.1:4318"}))
-	validate(gatewayCollector("gateway-ch", gatewayBin, dir, 14317, gatewaySinks{clickhouse: "tcp://127.0.0.1:9000"}))
+	validate(gatewayCollector(t, "gateway-all", gatewayBin, dir, 14317, gatewaySinks{clickhouse: "tcp://127.0.0.1:9000", ipfix: "127.0.0.1:4739", otlp: "127.0.0.1:4318"}))
+	validate(gatewayCollector(t, "gateway-ch", gatewayBin, dir, 14317, gatewaySinks{clickhouse: "tcp://127.0.0.1:9000"}))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -254,13 +255,13 @@ func startBed(t testing.TB, opt options) *bed {
 	var gatewayEndpoints []string
 	for i := range opt.gateways {
 		port := freePort(t)
-		g, o := startCollector(t, ctx, gatewayCollector(fmt.Sprintf("gateway-%d", i), gatewayBin, dir, port, sinks))
+		g, o := startCollector(t, ctx, gatewayCollector(t, fmt.Sprintf("gateway-%d", i), gatewayBin, dir, port, sinks))
 		b.gateways = append(b.gateways, g)
 		b.gatewayOptions = append(b.gatewayOptions, o)
 		gatewayEndpoints = append(gatewayEndpoints, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	for _, n := range b.lab.Nodes {
-		p, o := startCollector(t, ctx, nodeCollector(n, nodeBin, kubeconfig, gatewayEndpoints, opt, dir))
+		p, o := startCollector(t, ctx, nodeCollector(t, n, nodeBin, kubeconfig, gatewayEndpoints, opt, dir))
 		b.nodes = append(b.nodes, p)
 		b.nodeOptions = append(b.nodeOptions, o)
 	}
@@ -307,15 +308,34 @@ type gatewaySinks struct{ clickhouse, ipfix, otlp string }
 // over it (a second --config: maps merge, lists replace) for what a test bed
 // needs: loopback ports, the netlab Node's network namespace and fast timers,
 // a kubeconfig instead of a service account, a static list of gateways
-// instead of the headless Service, plaintext OTLP between them, and the sinks.
+// instead of the headless Service, and the sinks. Node collectors and gateways
+// talk mutual TLS as shipped, with the certificates deploy/certs.sh makes
+// (bedCerts), given through the environment variables the deployments set.
 
-// gatewayCollector starts a gateway the way the deployments run it.
-func gatewayCollector(name, binary, dir string, otlpPort int, sinks gatewaySinks) collector.Options {
-	return collector.Options{Name: name, Binary: binary, Dir: dir,
-		Configs: []string{distributions.Config(distributions.Gateway)}, Config: gatewayOverlay(otlpPort, sinks)}
+// bedCerts makes, once per directory, the certificates deploy/certs.sh makes
+// for namespace flowtel (the bed's POD_NAMESPACE), and returns where they are.
+func bedCerts(t testing.TB, dir string) string {
+	t.Helper()
+	certs := filepath.Join(dir, "certs")
+	if _, err := os.Stat(filepath.Join(certs, "ca.crt")); err == nil {
+		return certs
+	}
+	out, err := exec.Command(filepath.Join(repoRoot, "deploy", "certs.sh"), "--namespace", "flowtel", "--out", certs).CombinedOutput()
+	require.NoError(t, err, "deploy/certs.sh: %s", out)
+	return certs
 }
 
-// gatewayOverlay: plaintext OTLP on loopback, no Kubernetes index (the bed's
+// gatewayCollector starts a gateway the way the deployments run it: its
+// certificate, and node collectors' client certificates required.
+func gatewayCollector(t testing.TB, name, binary, dir string, otlpPort int, sinks gatewaySinks) collector.Options {
+	certs := bedCerts(t, dir)
+	return collector.Options{Name: name, Binary: binary, Dir: dir,
+		Configs: []string{distributions.Config(distributions.Gateway)}, Config: gatewayOverlay(otlpPort, sinks),
+		Env: []string{"FLOWTEL_TLS_CERT_FILE=" + filepath.Join(certs, "gateway.crt"), "FLOWTEL_TLS_KEY_FILE=" + filepath.Join(certs, "gateway.key"),
+			"FLOWTEL_TLS_CLIENT_CA_FILE=" + filepath.Join(certs, "ca.crt")}}
+}
+
+// gatewayOverlay: OTLP on loopback, no Kubernetes index (the bed's
 // assertions are about what the node collectors name), the scenario's fast
 // timers and the sinks in the logs pipeline.
 func gatewayOverlay(otlpPort int, sinks gatewaySinks) string {
@@ -333,7 +353,7 @@ func gatewayOverlay(otlpPort int, sinks gatewaySinks) string {
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
 receivers:
-  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d", tls: {enabled: false}}}}
+  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d"}}}
 processors:
   flow_correlation: {active_timeout: 3s, inactive_timeout: 6s, pairing_timeout: 10s, kubernetes: {enabled: false}}
 exporters:
@@ -348,15 +368,20 @@ exporters:
 `+telemetry, otlpPort, sinks.clickhouse, extra.String(), strings.Join(exporters, ", "))
 }
 
-// nodeCollector starts node n's collector the way the DaemonSet runs it.
-func nodeCollector(n *netlab.Node, binary, kubeconfig string, gateways []string, opt options, dir string) collector.Options {
+// nodeCollector starts node n's collector the way the DaemonSet runs it: it
+// verifies the gateway's certificate (flowtel-gateway.flowtel.svc, whichever
+// address it dials) and presents the node client certificate.
+func nodeCollector(t testing.TB, n *netlab.Node, binary, kubeconfig string, gateways []string, opt options, dir string) collector.Options {
+	certs := bedCerts(t, dir)
 	return collector.Options{Name: n.Name, Binary: binary, Dir: dir,
 		Configs: []string{distributions.Config(distributions.Node)}, Config: nodeOverlay(n, kubeconfig, gateways, opt),
-		Env: []string{"K8S_NODE_NAME=" + n.Name, "POD_NAMESPACE=flowtel", "FLOWTEL_STORAGE_DIR=" + filepath.Join(dir, n.Name+"-storage")}}
+		Env: []string{"K8S_NODE_NAME=" + n.Name, "POD_NAMESPACE=flowtel", "FLOWTEL_STORAGE_DIR=" + filepath.Join(dir, n.Name+"-storage"),
+			"FLOWTEL_GATEWAY_CA_FILE=" + filepath.Join(certs, "ca.crt"),
+			"FLOWTEL_TLS_CERT_FILE=" + filepath.Join(certs, "node.crt"), "FLOWTEL_TLS_KEY_FILE=" + filepath.Join(certs, "node.key")}}
 }
 
 // nodeOverlay: node n's network namespace and the test's timers, the bed's
-// kubeconfig, plaintext OTLP to a static list of gateways and, unless the
+// kubeconfig, the shipped mutual TLS to a static list of gateways and, unless the
 // test asks for it (opt.nodeStorage), no file_storage.
 func nodeOverlay(n *netlab.Node, kubeconfig string, gateways []string, opt options) string {
 	if opt.poll == 0 {
@@ -364,7 +389,7 @@ func nodeOverlay(n *netlab.Node, kubeconfig string, gateways []string, opt optio
 	}
 	extensions, noStorage, queue, tapExp, exporters := "health_check, file_storage", "", "", "", "load_balancing"
 	if !opt.nodeStorage {
-		extensions, noStorage, queue = "health_check", ", storage: null", ", sending_queue: {storage: null}"
+		extensions, noStorage, queue = "health_check", ", storage: null", "sending_queue: {storage: null}"
 	}
 	if opt.nodeTap != "" {
 		tapExp = fmt.Sprintf("  otlp/tap: {endpoint: %q, tls: {insecure: true}}\n", opt.nodeTap)
@@ -379,7 +404,7 @@ processors:
   k8s_flow: {auth_type: kubeConfig, kubeconfig: %s}
 exporters:
   load_balancing:
-    protocol: {otlp: {tls: {insecure: true, ca_file: ""}%s}}
+    protocol: {otlp: {%s}}
     resolver: {k8s: {enabled: false}, static: {hostnames: [%s]}}
 %sservice:
   extensions: [%s]
