@@ -333,7 +333,7 @@ func gatewayOverlay(otlpPort int, sinks gatewaySinks) string {
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
 receivers:
-  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d", tls: {enabled: false}}}}
+  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d", tls: {enabled: false}, middlewares: []}}}
 processors:
   flow_correlation: {active_timeout: 3s, inactive_timeout: 6s, pairing_timeout: 10s, kubernetes: {enabled: false}}
 exporters:
