@@ -53,17 +53,45 @@ var optOuts = map[string]string{
 	"helm template ci/dns-plaintext-values.yaml":  optOutPlaintext,
 }
 
-// checkClientAuth: the gateway's OTLP receiver requires a client certificate
+// countingTLS is the extension that serves, and counts, the TLS of the
+// gateway's OTLP port (extension/servertlsextension).
+const countingTLS = "server_tls"
+
+// gatewayServerTLS is the TLS the gateway's OTLP port serves: the server_tls
+// extension's when the receiver lists it as middleware (its credentials
+// replace the receiver's), else the receiver's own tls block; nil for
+// plaintext.
+func gatewayServerTLS(gwRaw map[string]any) map[string]any {
+	if listsMiddleware(gwRaw) {
+		m, _ := at(gwRaw, "extensions", countingTLS, "tls").(map[string]any)
+		return m
+	}
+	m, _ := at(gwRaw, "receivers", "otlp", "protocols", "grpc", "tls").(map[string]any)
+	return m
+}
+
+// listsMiddleware: the gateway's OTLP receiver lists server_tls in its
+// middlewares.
+func listsMiddleware(gwRaw map[string]any) bool {
+	return slices.ContainsFunc(anys(at(gwRaw, "receivers", "otlp", "protocols", "grpc", "middlewares")), func(m any) bool {
+		e, _ := m.(map[string]any)
+		return e["id"] == countingTLS
+	})
+}
+
+// checkClientAuth: the gateway's OTLP port requires a client certificate
 // chaining to a CA file, unless the variant is a named opt-out, which then
-// does what its name says.
+// does what its name says. With TLS, the port's TLS is served and counted by
+// the server_tls middleware, and the receiver's own tls block (used only if
+// the middleware is removed) has the same settings.
 func checkClientAuth(t *testing.T, variant string, gw collector, gwRaw map[string]any) {
 	t.Helper()
-	serverTLS, _ := at(gwRaw, "receivers", "otlp", "protocols", "grpc", "tls").(map[string]any)
+	serverTLS := gatewayServerTLS(gwRaw)
 	clientCA, _ := serverTLS["client_ca_file"].(string)
 	switch optOuts[variant] {
 	case "":
 		if serverTLS == nil || clientCA == "" {
-			t.Errorf("%s: the gateway's OTLP receiver does not require client certificates (tls %v): any Pod reaching it can write flows", gw.source, serverTLS)
+			t.Errorf("%s: the gateway's OTLP port does not require client certificates (tls %v): any Pod reaching it can write flows", gw.source, serverTLS)
 		}
 	case optOutNoClientAuth:
 		if serverTLS == nil || clientCA != "" {
@@ -73,7 +101,22 @@ func checkClientAuth(t *testing.T, variant string, gw collector, gwRaw map[strin
 		if serverTLS != nil {
 			t.Errorf("%s: opt-out %s, but tls is %v", gw.source, optOutPlaintext, serverTLS)
 		}
+		return
 	}
+	if !listsMiddleware(gwRaw) {
+		t.Errorf("%s: the OTLP receiver does not list the %s middleware: refused handshakes are not counted", gw.source, countingTLS)
+	}
+	if !slices.Contains(anys(at(gwRaw, "service", "extensions")), any(countingTLS)) {
+		t.Errorf("%s: service.extensions %v lacks %s", gw.source, at(gwRaw, "service", "extensions"), countingTLS)
+	}
+	if own := at(gwRaw, "receivers", "otlp", "protocols", "grpc", "tls"); fmt.Sprint(own) != fmt.Sprint(serverTLS) {
+		t.Errorf("%s: the receiver's tls %v (used without the middleware) differs from %s's %v", gw.source, own, countingTLS, serverTLS)
+	}
+}
+
+func anys(v any) []any {
+	list, _ := v.([]any)
+	return list
 }
 
 func helmVariants(t *testing.T) []rendered {
@@ -331,7 +374,7 @@ func checkResolverTarget(t *testing.T, objs []*unstructured.Unstructured, nodeRa
 func checkTLSPairing(t *testing.T, nodeRaw, gwRaw map[string]any) {
 	t.Helper()
 	clientTLS, _ := at(nodeRaw, "exporters", "load_balancing", "protocol", "otlp", "tls").(map[string]any)
-	serverTLS, _ := at(gwRaw, "receivers", "otlp", "protocols", "grpc", "tls").(map[string]any)
+	serverTLS := gatewayServerTLS(gwRaw)
 	insecure := clientTLS != nil && clientTLS["insecure"] == true
 	if insecure != (serverTLS == nil) {
 		t.Errorf("node TLS %v does not match gateway TLS %v", clientTLS, serverTLS)

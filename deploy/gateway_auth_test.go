@@ -102,7 +102,8 @@ const gatewayTLSName = "flowtel-gateway.flowtel.svc" // what the shipped node co
 // startGateway runs the built gateway on its shipped configuration with the
 // certificates from the environment the deployments set, and an overlay for
 // loopback: ports, no Kubernetes index, and short timers (certificates
-// reloaded every 500 ms instead of every minute, connections re-established
+// reloaded every 500 ms instead of every minute, by server_tls, which serves
+// the port, and by the receiver's fallback block; connections re-established
 // after connectionAge instead of an hour).
 func startGateway(t *testing.T, dir, certFile, keyFile, clientCAFile, connectionAge string, extra ...string) (*bedcollector.Process, int) {
 	t.Helper()
@@ -112,6 +113,7 @@ func startGateway(t *testing.T, dir, certFile, keyFile, clientCAFile, connection
 	overlay := fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:%d"}
+  server_tls: {tls: {reload_interval: 500ms}}
 receivers:
   otlp:
     protocols:
@@ -155,6 +157,36 @@ func freePort(t *testing.T) int {
 	p, err := bedcollector.FreePort()
 	require.NoError(t, err)
 	return p
+}
+
+// handshakes is the gateway's server_tls handshake counter, keyed by outcome
+// ("accepted") or outcome and reason ("refused/expired").
+func handshakes(t *testing.T, p *bedcollector.Process) map[string]float64 {
+	t.Helper()
+	m, err := p.Metrics("otelcol_extension_server_tls_handshakes")
+	if err != nil {
+		t.Errorf("scraping %s: %v", p.Name, err)
+		return nil
+	}
+	out := map[string]float64{}
+	for k, v := range m {
+		key := label(k, "outcome")
+		if r := label(k, "reason"); r != "" {
+			key += "/" + r
+		}
+		out[key] += v
+	}
+	return out
+}
+
+// label is the value of a label in a sample's "name{labels}".
+func label(sample, name string) string {
+	_, rest, ok := strings.Cut(sample, name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
 }
 
 // metric sums a counter's samples (every label set) on the gateway.
@@ -250,17 +282,21 @@ func clientTLS(t *testing.T, rootCA, certFile, keyFile string) *tls.Config {
 	require.True(t, pool.AppendCertsFromPEM(b))
 	cfg := &tls.Config{RootCAs: pool, ServerName: gatewayTLSName, MinVersion: tls.VersionTLS12}
 	if certFile != "" {
+		// Sent whatever CAs the gateway names, as the node collector's
+		// configtls client does (with Certificates, Go sends no certificate of
+		// a CA the server does not name).
 		c, err := tls.LoadX509KeyPair(certFile, keyFile)
 		require.NoError(t, err)
-		cfg.Certificates = []tls.Certificate{c}
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
 	}
 	return cfg
 }
 
 // The built gateway on its shipped settings, on loopback: clients without a
-// certificate, with another CA's and with an expired one are refused and no
-// record of theirs is accepted; the node collector's load_balancing exporter
-// on its shipped settings is accepted. Then, mid-stream and without restarting
+// certificate, with another CA's and with an expired one are refused, no
+// record of theirs is accepted, and each refusal is counted with its reason
+// and logged; the node collector's load_balancing exporter on its shipped
+// settings is accepted, and its handshakes counted so. Then, mid-stream and without restarting
 // either side, the gateway's certificate, the client CA and the node's client
 // certificate are all replaced: the gateway serves the new certificate,
 // refuses the old CA's clients, the node collector reconnects with its new
@@ -279,18 +315,36 @@ func TestGatewayAuthenticatesAndRotates(t *testing.T) {
 	gw, port := startGateway(t, dir, gwCert, gwKey, clientCAFile, "2s")
 	const accepted = "otelcol_receiver_accepted_log_records"
 
-	for name, cfg := range map[string]*tls.Config{
-		"without a certificate":         clientTLS(t, serverCA.file, "", ""),
-		"with another CA's certificate": clientTLS(t, serverCA.file, otherCert, otherKey),
-		"with an expired certificate":   clientTLS(t, serverCA.file, expiredCert, expiredKey),
+	for name, tc := range map[string]struct {
+		cfg    *tls.Config
+		reason string
+	}{
+		"without a certificate":         {clientTLS(t, serverCA.file, "", ""), "no_certificate"},
+		"with another CA's certificate": {clientTLS(t, serverCA.file, otherCert, otherKey), "unknown_authority"},
+		"with an expired certificate":   {clientTLS(t, serverCA.file, expiredCert, expiredKey), "expired"},
 	} {
-		err := exportWith(t, port, cfg)
+		err := exportWith(t, port, tc.cfg)
 		require.Error(t, err, "a client %s was accepted", name)
 		t.Logf("client %s: %v", name, err)
+		// Counted with its reason (the gRPC client may have tried more than once).
+		require.Eventually(t, func() bool { return handshakes(t, gw)["refused/"+tc.reason] >= 1 }, 5*time.Second, 100*time.Millisecond,
+			"a client %s refused but not counted %s: %v", name, tc.reason, handshakes(t, gw))
 	}
 	require.Zero(t, metric(t, gw, accepted), "the gateway accepted records from refused clients")
+	counted := handshakes(t, gw)
+	require.Zero(t, counted["accepted"], "handshakes counted accepted: %v", counted)
+	require.Len(t, counted, 3, "handshakes by outcome and reason: %v", counted)
+	t.Logf("refused handshakes counted: %v", counted)
+	logTail := gw.LogTail(200)
+	require.Contains(t, logTail, "TLS handshake refused", "the first refusal is logged")
+	for _, l := range strings.Split(logTail, "\n") {
+		if strings.Contains(l, "TLS handshake refused") {
+			t.Logf("gateway log: %s", l)
+		}
+	}
 	require.NoError(t, exportWith(t, port, clientTLS(t, serverCA.file, nodeCert, nodeKey)), "the node collector's certificate was refused")
 	require.Equal(t, 1.0, metric(t, gw, accepted))
+	require.Equal(t, 1.0, handshakes(t, gw)["accepted"], "the node collector's handshake")
 
 	// The node collector on its shipped settings streams records.
 	exp := nodeExporter(t, serverCA.file, nodeCert, nodeKey, port)
@@ -349,6 +403,25 @@ func TestGatewayAuthenticatesAndRotates(t *testing.T) {
 	got := metric(t, gw, accepted)
 	require.GreaterOrEqual(t, got, float64(sent.Load()), "records accepted by the gateway vs sent")
 	t.Logf("sent %d records across the rotation, the gateway accepted %v (%v again after a connection ended)", sent.Load(), got, got-float64(sent.Load()))
+	// The node collector reconnected every 2 s, each time counted accepted;
+	// the old CA's client after the rotation was counted refused.
+	counted = handshakes(t, gw)
+	require.Greater(t, counted["accepted"], 3.0, "handshakes: %v", counted)
+	require.Greater(t, counted["refused/unknown_authority"], 1.0, "handshakes: %v", counted)
+	t.Logf("handshakes counted: %v", counted)
+}
+
+// The no-client-auth opt-out (FLOWTEL_TLS_CLIENT_CA_FILE empty) on the built
+// gateway: a client without a certificate is accepted over TLS and its
+// handshake counted accepted.
+func TestGatewayWithoutClientAuthCountsAccepted(t *testing.T) {
+	dir := t.TempDir()
+	serverCA := newTestCA(t, dir, "server-ca")
+	_, gwCert, gwKey := serverCA.issue(t, dir, "gateway", x509.ExtKeyUsageServerAuth, []string{gatewayTLSName}, time.Now().Add(24*time.Hour))
+	gw, port := startGateway(t, dir, gwCert, gwKey, "", "1h")
+	require.NoError(t, exportWith(t, port, clientTLS(t, serverCA.file, "", "")), "a client without a certificate")
+	require.Equal(t, 1.0, metric(t, gw, "otelcol_receiver_accepted_log_records"))
+	require.Equal(t, map[string]float64{"accepted": 1}, handshakes(t, gw))
 }
 
 func must[T any](v T, err error) T {

@@ -73,7 +73,7 @@ func TestTLSHandshakeWithCertsScript(t *testing.T) {
 			if nodeRaw == nil || gwRaw == nil {
 				return
 			}
-			serverTLS := at(gwRaw, "receivers", "otlp", "protocols", "grpc", "tls")
+			serverTLS := gatewayServerTLS(gwRaw)
 			if serverTLS == nil {
 				if optOuts[v.name] != optOutPlaintext {
 					t.Fatalf("%s: the gateway receives plaintext", gw.source)
@@ -272,7 +272,7 @@ func TestCertManagerCertificates(t *testing.T) {
 		usage string
 	}{
 		{node, at(nodeRaw, "exporters", "load_balancing", "protocol", "otlp", "tls"), "client auth"},
-		{gw, at(gwRaw, "receivers", "otlp", "protocols", "grpc", "tls"), "server auth"},
+		{gw, gatewayServerTLS(gwRaw), "server auth"},
 	} {
 		m, _ := c.raw.(map[string]any)
 		for k, v := range m {

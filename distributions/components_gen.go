@@ -7,6 +7,7 @@ import (
 	clickhouseflowsexporter "github.com/flowtel/flowtel/exporter/clickhouseflowsexporter"
 	flowstreamexporter "github.com/flowtel/flowtel/exporter/flowstreamexporter"
 	ipfixexporter "github.com/flowtel/flowtel/exporter/ipfixexporter"
+	servertlsextension "github.com/flowtel/flowtel/extension/servertlsextension"
 	flowcorrelationprocessor "github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
 	k8sflowprocessor "github.com/flowtel/flowtel/processor/k8sflowprocessor"
 	conntrackreceiver "github.com/flowtel/flowtel/receiver/conntrackreceiver"
@@ -44,7 +45,7 @@ var sets = map[string]set{
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory()},
 		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory()},
-		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory()},
+		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory()},
 		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
 	},
 }

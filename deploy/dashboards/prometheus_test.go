@@ -55,7 +55,7 @@ func scrapeGateway(t *testing.T) (exposed, string) {
 extensions:
   health_check: {endpoint: "127.0.0.1:%d"}
 receivers:
-  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d", tls: {enabled: false}}}}
+  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d", tls: {enabled: false}, middlewares: []}}}
 processors:
   flow_correlation: {pairing_timeout: 1s, kubernetes: {enabled: false}}
 exporters:

@@ -1,6 +1,7 @@
 // Package testpki makes throwaway certificate authorities and certificates,
 // written as PEM files, for tests of TLS connections on loopback. Keys are
-// ECDSA P-256; every certificate is valid from an hour ago for a day.
+// ECDSA P-256; every certificate is valid from an hour ago for a day, except
+// the expired ones of IssueExpired.
 package testpki // import "github.com/flowtel/flowtel/internal/testpki"
 
 import (
@@ -56,8 +57,20 @@ func NewCA(t testing.TB, dir, name string) *CA {
 // <name>.crt and <name>.key beside the CA's certificate.
 func (ca *CA) Issue(t testing.TB, name string, usage x509.ExtKeyUsage) (certFile, keyFile string) {
 	t.Helper()
-	key := newKey(t)
+	return ca.issue(t, template(name), usage)
+}
+
+// IssueExpired is Issue for a certificate whose validity ended an hour ago.
+func (ca *CA) IssueExpired(t testing.TB, name string, usage x509.ExtKeyUsage) (certFile, keyFile string) {
+	t.Helper()
 	tmpl := template(name)
+	tmpl.NotBefore, tmpl.NotAfter = tmpl.NotBefore.Add(-48*time.Hour), tmpl.NotBefore
+	return ca.issue(t, tmpl, usage)
+}
+
+func (ca *CA) issue(t testing.TB, tmpl *x509.Certificate, usage x509.ExtKeyUsage) (certFile, keyFile string) {
+	t.Helper()
+	key := newKey(t)
 	tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 	tmpl.ExtKeyUsage, tmpl.KeyUsage = []x509.ExtKeyUsage{usage}, x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
@@ -68,6 +81,7 @@ func (ca *CA) Issue(t testing.TB, name string, usage x509.ExtKeyUsage) (certFile
 	if err != nil {
 		t.Fatal(err)
 	}
+	name := tmpl.Subject.CommonName
 	return writePEM(t, filepath.Join(ca.dir, name+".crt"), "CERTIFICATE", der),
 		writePEM(t, filepath.Join(ca.dir, name+".key"), "EC PRIVATE KEY", keyDER)
 }

@@ -157,7 +157,7 @@ func loadGatewayOverlay(otlpPort int, sink string) string {
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
 receivers:
-  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d", tls: {enabled: false}}}}
+  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d", tls: {enabled: false}, middlewares: []}}}
 processors:
   flow_correlation: {kubernetes: {enabled: false}}
 exporters:

@@ -89,7 +89,11 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 {{- define "flowtel.gateway.config" -}}
 {{- $cfg := .Files.Get "config/gateway.yaml" | fromYaml -}}
 {{- if not .Values.tls.enabled }}
+{{- /* Plaintext: no tls block and no server_tls middleware, which would serve TLS. */ -}}
 {{- $_ := unset $cfg.receivers.otlp.protocols.grpc "tls" -}}
+{{- $_ := unset $cfg.receivers.otlp.protocols.grpc "middlewares" -}}
+{{- $_ := unset $cfg.extensions "server_tls" -}}
+{{- $_ := set $cfg.service "extensions" (without $cfg.service.extensions "server_tls") -}}
 {{- end }}
 {{- $_ := set $cfg.processors "flow_correlation" (deepCopy .Values.gateway.flowCorrelation) -}}
 {{- $exporters := $cfg.exporters -}}
