@@ -268,13 +268,5 @@ func (t *Template) Fill(r *flowrecord.Record) error {
 // On error (naming the IE: a string over 65535 bytes, an address of the other
 // family) the record cannot be encoded and buf is returned unchanged.
 func (t *Template) AppendRecord(buf []byte, r *flowrecord.Record) ([]byte, error) {
-	n := len(buf)
-	buf = slices.Grow(buf, t.minLen+256)
-	for i := range t.ops {
-		var err error
-		if buf, err = t.ops[i].appendTo(buf, r); err != nil {
-			return buf[:n], err
-		}
-	}
-	return buf, nil
+	return appendOps(slices.Grow(buf, t.minLen+256), t.ops, r)
 }

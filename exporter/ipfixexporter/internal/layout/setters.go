@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 
 	"github.com/vmware/go-ipfix/pkg/entities"
 
@@ -110,30 +111,42 @@ func (o *op) text(r *flowrecord.Record) (string, error) {
 		s = o.v.String(r)
 	}
 	if len(s) > maxString {
-		return "", fmt.Errorf("IE %s: value of %d bytes exceeds the IPFIX variable-length limit of %d bytes", o.name, len(s), maxString)
+		return "", o.tooLong(s)
 	}
 	return s, nil
 }
 
-// putAddr writes the address of the IE's family into dst (4 or 16 bytes); the
-// zero address (0.0.0.0 or ::) stands for "none", as in Antrea. An address of
+func (o *op) tooLong(s string) error {
+	return fmt.Errorf("IE %s: value of %d bytes exceeds the IPFIX variable-length limit of %d bytes", o.name, len(s), maxString)
+}
+
+// addr is the address to write in an address IE: the zero Addr for none,
+// written as the zero address (0.0.0.0 or ::), as in Antrea. An address of
 // the other family fails the record: the IEs of a template are of its family
 // (chosen by the source address), but for the proxy exporter's pair, whose
 // values are of their IE's family or none.
-func (o *op) putAddr(r *flowrecord.Record, dst []byte) error {
+func (o *op) addr(r *flowrecord.Record) (netip.Addr, error) {
 	a := o.v.Addr(r).Unmap()
-	ie6 := o.kind == opIPv6
+	if a.IsValid() && a.Is6() != (o.kind == opIPv6) {
+		return netip.Addr{}, fmt.Errorf("IE %s: address %s is not of the template's family (IPv6=%t, chosen by the source address)", o.name, a, o.template6)
+	}
+	return a, nil
+}
+
+// putAddr writes the address of an address IE into dst (4 or 16 bytes).
+func (o *op) putAddr(r *flowrecord.Record, dst []byte) error {
+	a, err := o.addr(r)
 	switch {
+	case err != nil:
+		return err
 	case !a.IsValid():
 		clear(dst)
-	case a.Is4() && !ie6:
+	case a.Is4():
 		b := a.As4()
 		copy(dst, b[:])
-	case a.Is6() && ie6:
+	default:
 		b := a.As16()
 		copy(dst, b[:])
-	default:
-		return fmt.Errorf("IE %s: address %s is not of the template's family (IPv6=%t, chosen by the source address)", o.name, a, o.template6)
 	}
 	return nil
 }
@@ -146,45 +159,66 @@ func (o *op) putUUID(r *flowrecord.Record, dst []byte) {
 	}
 }
 
-// appendTo appends the IE's value for r as go-ipfix encodes it in a data
-// record: unsigned integers and dateTimeSeconds big-endian, addresses and
-// UUIDs as their bytes, strings with a one-byte length below 255, else 255 and
-// a two-byte length.
-func (o *op) appendTo(buf []byte, r *flowrecord.Record) ([]byte, error) {
-	switch o.kind {
-	case opUint8:
-		return append(buf, o.v.Uint8(r)), nil
-	case opUint16:
-		return binary.BigEndian.AppendUint16(buf, o.v.Uint16(r)), nil
-	case opUint32:
-		return binary.BigEndian.AppendUint32(buf, o.v.Uint32(r)), nil
-	case opUint64:
-		return binary.BigEndian.AppendUint64(buf, o.v.Uint64(r)), nil
-	case opTime:
-		return binary.BigEndian.AppendUint32(buf, antreawire.UnixSeconds(o.v.Time(r))), nil
-	case opIPv4, opIPv6, opUUID:
-		n := len(buf)
-		buf = append(buf, zeros[:o.fixedLen()]...)
-		if o.kind == opUUID {
-			o.putUUID(r, buf[n:])
-			return buf, nil
+// appendOps appends the values of ops for r as go-ipfix encodes them in a
+// data record: unsigned integers and dateTimeSeconds big-endian, addresses
+// and UUIDs as their bytes, strings with a one-byte length below 255, else
+// 255 and a two-byte length. On error (naming the IE) buf is returned as it was.
+func appendOps(buf []byte, ops []op, r *flowrecord.Record) ([]byte, error) {
+	n := len(buf)
+	for i := range ops {
+		o := &ops[i]
+		switch o.kind {
+		case opUint8:
+			buf = append(buf, o.v.Uint8(r))
+		case opUint16:
+			buf = binary.BigEndian.AppendUint16(buf, o.v.Uint16(r))
+		case opUint32:
+			buf = binary.BigEndian.AppendUint32(buf, o.v.Uint32(r))
+		case opUint64:
+			buf = binary.BigEndian.AppendUint64(buf, o.v.Uint64(r))
+		case opTime:
+			buf = binary.BigEndian.AppendUint32(buf, antreawire.UnixSeconds(o.v.Time(r)))
+		case opIPv4, opIPv6:
+			a, err := o.addr(r)
+			if err != nil {
+				return buf[:n], err
+			}
+			var b [16]byte // none: the zero address
+			if a.IsValid() {
+				b = a.As16() // an IPv4 address in its last 4 bytes (::ffff:a.b.c.d)
+			}
+			if o.kind == opIPv4 {
+				buf = append(buf, b[12:]...)
+			} else {
+				buf = append(buf, b[:]...)
+			}
+		case opUUID:
+			var b [16]byte
+			o.putUUID(r, b[:])
+			buf = append(buf, b[:]...)
+		default:
+			var s string
+			switch o.kind {
+			case opString:
+				s = o.v.String(r)
+			default:
+				var err error
+				if s, err = o.text(r); err != nil {
+					return buf[:n], err
+				}
+			}
+			if len(s) < 255 {
+				buf = append(buf, byte(len(s)))
+			} else if len(s) <= maxString {
+				buf = append(buf, 255, byte(len(s)>>8), byte(len(s)))
+			} else {
+				return buf[:n], o.tooLong(s)
+			}
+			buf = append(buf, s...)
 		}
-		return buf, o.putAddr(r, buf[n:])
 	}
-	s, err := o.text(r)
-	if err != nil {
-		return buf, err
-	}
-	if len(s) < 255 {
-		buf = append(buf, byte(len(s)))
-	} else {
-		buf = append(buf, 255)
-		buf = binary.BigEndian.AppendUint16(buf, uint16(len(s)))
-	}
-	return append(buf, s...), nil
+	return buf, nil
 }
-
-var zeros [16]byte
 
 // set writes the IE's value for r into its go-ipfix element e. It fails with
 // an error naming the IE when the value cannot be represented (a string over

@@ -101,7 +101,7 @@ func TestStringLengths(t *testing.T) {
 	ie := stringIE(t, "sourcePodName")
 	for _, n := range []int{0, 1, 254, 255, 256, maxString} {
 		r := &flowrecord.Record{Source: flowrecord.Endpoint{PodName: strings.Repeat("p", n)}}
-		got, err := o.appendTo([]byte{7}, r)
+		got, err := appendOps([]byte{7}, []op{o}, r)
 		if err != nil {
 			t.Fatalf("%d bytes: %v", n, err)
 		}
