@@ -99,7 +99,9 @@ func (enc *encoder) add(ctx context.Context, pos int, lr plog.LogRecord, odid ui
 		return
 	}
 	rec, err := t.AppendRecord(enc.scratch[:0], r)
-	enc.scratch = rec[:0]
+	if cap(rec) <= 2*maxMessageSize { // not what a huge record (too large to send) grew
+		enc.scratch = rec[:0]
+	}
 	if err != nil {
 		enc.dropped(ctx, reasonEncode, err)
 		return
