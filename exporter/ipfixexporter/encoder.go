@@ -22,6 +22,9 @@ type encoder struct {
 	v4, v6 *layout.Template
 	rec    flowrecord.Record
 	dec    flowrecord.Decoder // reuses rec's label maps: rec is done with before the next record
+	// scratch holds the data record being encoded, copied into its message
+	// once it is known to fit.
+	scratch []byte
 	// clusterID is the clusterId of the records under the current resource.
 	clusterID string
 	// open holds the message being filled per observation domain and family.
@@ -87,15 +90,23 @@ func (enc *encoder) add(ctx context.Context, pos int, lr plog.LogRecord, odid ui
 	if r.IsIPv6() {
 		t = enc.v6
 	}
-	if err := t.Fill(r); err != nil {
-		enc.dropped(ctx, reasonEncode, err)
-		return
-	}
 	if e.json {
+		if err := t.Fill(r); err != nil {
+			enc.dropped(ctx, reasonEncode, err)
+			return
+		}
 		enc.addJSON(ctx, pos, t, now)
 		return
 	}
-	size := t.RecordLen()
+	rec, err := t.AppendRecord(enc.scratch[:0], r)
+	if cap(rec) <= 2*maxMessageSize { // not what a huge record (too large to send) grew
+		enc.scratch = rec[:0]
+	}
+	if err != nil {
+		enc.dropped(ctx, reasonEncode, err)
+		return
+	}
+	size := len(rec)
 	if headerLen+size > e.maxMsg {
 		enc.dropped(ctx, reasonTooLarge, errors.New("record larger than the IPFIX message size limit"),
 			zap.Int("record_bytes", size), zap.Int("max_message_size", e.maxMsg))
@@ -111,12 +122,7 @@ func (enc *encoder) add(ctx context.Context, pos int, lr plog.LogRecord, odid ui
 		m = e.getMessage(t.ID, odid, false)
 		enc.open[key] = m
 	}
-	buf, err := t.AppendRecord(m.buf)
-	if err != nil {
-		enc.dropped(ctx, reasonEncode, err)
-		return
-	}
-	m.buf = buf
+	m.buf = append(m.buf, rec...)
 	m.positions = append(m.positions, pos)
 }
 

@@ -51,6 +51,7 @@ type Texts struct {
 	addrs  map[netip.Addr]string
 	labels map[string]string // label JSON, by itself
 	keys   []string          // scratch: label keys being sorted
+	values []string          // scratch: their values
 	json   []byte            // scratch: label JSON being written
 
 	// The last value of each, checked before the caches: one IE or column
@@ -58,6 +59,10 @@ type Texts struct {
 	lastAddr       netip.Addr
 	lastAddrText   string
 	lastLabelsText string
+	// lastKeys (sorted) and lastValues are the label set lastLabelsText
+	// renders: a set equal to it is not rendered again. They keep only that
+	// set's strings alive.
+	lastKeys, lastValues []string
 }
 
 // Addr is a in netip's textual form, "" when unset. It is not unmapped: a
@@ -98,16 +103,36 @@ func (t *Texts) Labels(m map[string]string) string {
 	if len(m) == 0 {
 		return "{}"
 	}
-	t.json = t.appendLabels(t.json[:0], m)
-	if string(t.json) == t.lastLabelsText {
+	if t.sameLabels(m) {
 		return t.lastLabelsText
 	}
+	t.json = t.appendLabels(t.json[:0], m)
 	s, ok := t.labels[string(t.json)] // the lookup does not allocate
 	if !ok {
 		s = t.cacheLabels()
 	}
 	t.lastLabelsText = s
+	// The set just rendered becomes the last one; the previous one's slices
+	// are the next scratch.
+	t.lastKeys, t.keys = t.keys, t.lastKeys
+	t.lastValues, t.values = t.values, t.lastValues
+	clear(t.keys)
+	clear(t.values)
 	return s
+}
+
+// sameLabels reports whether m holds the label set last rendered: as many
+// entries, each of its keys with its value (the keys being distinct).
+func (t *Texts) sameLabels(m map[string]string) bool {
+	if len(m) != len(t.lastKeys) {
+		return false
+	}
+	for i, k := range t.lastKeys {
+		if v, ok := m[k]; !ok || v != t.lastValues[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (t *Texts) cacheLabels() string {
@@ -121,8 +146,10 @@ func (t *Texts) cacheLabels() string {
 	return s
 }
 
+// appendLabels appends m's JSON, leaving its keys (sorted) and values in
+// t.keys and t.values.
 func (t *Texts) appendLabels(b []byte, m map[string]string) []byte {
-	t.keys = t.keys[:0]
+	t.keys, t.values = t.keys[:0], t.values[:0]
 	for k := range m {
 		t.keys = append(t.keys, k)
 	}
@@ -132,10 +159,11 @@ func (t *Texts) appendLabels(b []byte, m map[string]string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
+		v := m[k]
+		t.values = append(t.values, v)
 		b = AppendJSONString(b, k)
 		b = append(b, ':')
-		b = AppendJSONString(b, m[k])
+		b = AppendJSONString(b, v)
 	}
-	clear(t.keys) // do not keep the record's strings alive
 	return append(b, '}')
 }

@@ -69,6 +69,26 @@ func TestPodLabelsMatchEncodingJSON(t *testing.T) {
 			}
 		}
 	}
+	// A Decoder refills the same map record after record: each new content
+	// is rendered anew, whether keys or only values change.
+	reused := map[string]string{}
+	for _, set := range []map[string]string{
+		{"app": "web", "tier": "front"},
+		{"app": "web", "tier": "back"},
+		{"app": "web", "zone": "back"},
+		{"app": "web"},
+		{"app": "web", "tier": "back", "x": ""},
+		{"app": "web", "tier": "back", "x": ""},
+	} {
+		clear(reused)
+		for k, v := range set {
+			reused[k] = v
+		}
+		want, _ := json.Marshal(set)
+		if got := tx.Labels(reused); got != string(want) {
+			t.Errorf("Labels(%q) after refilling the map = %s, want %s", set, got, want)
+		}
+	}
 	if got := tx.Labels(nil); got != "" {
 		t.Errorf("Labels(nil) = %q, want \"\" (labels not collected)", got)
 	}

@@ -1,11 +1,14 @@
 package layout
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmware/go-ipfix/pkg/entities"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
@@ -50,17 +53,37 @@ func TestWireGolden(t *testing.T) {
 				}
 				if err := fill(tmpl, r, "cluster-"+fmt.Sprint(i)); err != nil {
 					fmt.Fprintf(&b, "  record %d: %v\n", i, err)
+					if buf, werr := tmpl.AppendRecord([]byte{1}, r); fmt.Sprint(werr) != err.Error() || !bytes.Equal(buf, []byte{1}) {
+						t.Errorf("%+v template %d record %d: AppendRecord gave %x, %v; want the buffer unchanged and %v", o, tmpl.ID, i, buf, werr, err)
+					}
 					continue
 				}
-				rec, err := tmpl.AppendRecord(nil)
+				rec, err := tmpl.AppendRecord(nil, r)
 				if err != nil {
 					t.Fatal(err)
 				}
-				fmt.Fprintf(&b, "  record %d len %d\n    %s\n    %s", i, tmpl.RecordLen(), hex.EncodeToString(rec), tmpl.AppendJSON(nil, now))
+				if want := goIPFIXRecord(t, tmpl); !bytes.Equal(rec, want) {
+					t.Errorf("%+v template %d record %d: the write plan wrote\n%x\ngo-ipfix writes\n%x", o, tmpl.ID, i, rec, want)
+				}
+				fmt.Fprintf(&b, "  record %d len %d\n    %s\n    %s", i, len(rec), hex.EncodeToString(rec), tmpl.AppendJSON(nil, now))
 			}
 		}
 	}
 	gencheck.File(t, "testdata/wire.golden", b.String(), "run FLOWTEL_UPDATE_GOLDEN=1 go test after an intended change of the wire format")
+}
+
+// goIPFIXRecord is the filled template's data record as go-ipfix encodes it.
+func goIPFIXRecord(t *testing.T, tmpl *Template) []byte {
+	t.Helper()
+	rec := entities.NewDataRecordFromElements(tmpl.ID, tmpl.elements)
+	out, err := rec.AppendToBuffer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != rec.GetRecordLength() {
+		t.Fatalf("go-ipfix wrote %d bytes of a %d-byte record", len(out), rec.GetRecordLength())
+	}
+	return out
 }
 
 func fill(tmpl *Template, r *flowrecord.Record, clusterID string) error {

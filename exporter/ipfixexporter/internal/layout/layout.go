@@ -7,6 +7,7 @@ package layout
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/vmware/go-ipfix/pkg/entities"
 	"github.com/vmware/go-ipfix/pkg/registry"
@@ -154,14 +155,17 @@ func aggregatorNames(o Options, ipv6 bool) []string {
 	return n
 }
 
-// Template is one template of a layout (IPv4 or IPv6) and the reusable data
-// record that encodes Records with it. A Template is not safe for concurrent use.
+// Template is one template of a layout (IPv4 or IPv6): its write plan, which
+// encodes Records straight into data records, and the go-ipfix elements the
+// JSON records are filled into. A Template is not safe for concurrent use.
 type Template struct {
 	ID       uint16
 	IPv6     bool
 	elements []entities.InfoElementWithValue
-	setters  []setter
-	data     entities.Record
+	// ops write the IEs in template order.
+	ops []op
+	// minLen is the length of a data record with every string empty.
+	minLen int
 	// record is the encoded template record (header and field specifiers).
 	record []byte
 	// jsonOrder lists element indexes by IE name, the key order of Antrea's JSON.
@@ -202,12 +206,16 @@ func newTemplate(o Options, id uint16, ipv6 bool) (*Template, error) {
 		if err != nil {
 			return nil, fmt.Errorf("layout %s: IE %s: %w", o.Kind, name, err)
 		}
-		set, err := newSetter(ie, ipv6)
+		op, err := newOp(ie, ipv6)
 		if err != nil {
 			return nil, fmt.Errorf("layout %s: %w", o.Kind, err)
 		}
+		if ie := v.GetInfoElement(); op.fixedLen() != int(ie.Len) && !(ie.Len == entities.VariableLength && op.fixedLen() == 1) {
+			return nil, fmt.Errorf("layout %s: IE %s has length %d in the registry, the write plan writes %d", o.Kind, name, ie.Len, op.fixedLen())
+		}
 		t.elements = append(t.elements, v)
-		t.setters = append(t.setters, set)
+		t.ops = append(t.ops, op)
+		t.minLen += op.fixedLen()
 	}
 	tr := entities.NewTemplateRecordFromElements(id, t.elements)
 	if err := tr.PrepareRecord(); err != nil {
@@ -217,7 +225,6 @@ func newTemplate(o Options, id uint16, ipv6 bool) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.data = entities.NewDataRecordFromElements(id, t.elements)
 	t.jsonOrder = jsonOrder(t.elements)
 	return t, nil
 }
@@ -242,39 +249,24 @@ func (t *Template) AppendTemplateSet(buf []byte) []byte {
 func (t *Template) TemplateSetLen() int { return entities.SetHeaderLen + len(t.record) }
 
 // MinRecordLen is the length of a data record with every string empty.
-func (t *Template) MinRecordLen() int {
-	n := 0
-	for _, e := range t.elements {
-		if ie := e.GetInfoElement(); ie.Len == entities.VariableLength {
-			n++
-		} else {
-			n += int(ie.Len)
-		}
-	}
-	return n
-}
+func (t *Template) MinRecordLen() int { return t.minLen }
 
-// Fill sets every IE's value from r; clusterId is r.ClusterUID. On error
-// (naming the IE) the record cannot be encoded; the Template stays usable for
-// the next one.
+// Fill sets every go-ipfix element's value from r, for AppendJSON; clusterId
+// is r.ClusterUID. On error (naming the IE) the record cannot be encoded; the
+// Template stays usable for the next one.
 func (t *Template) Fill(r *flowrecord.Record) error {
-	for i, set := range t.setters {
-		if err := set(r, t.elements[i]); err != nil {
+	for i := range t.ops {
+		if err := t.ops[i].set(r, t.elements[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// RecordLen is the encoded length of the filled record.
-func (t *Template) RecordLen() int { return t.data.GetRecordLength() }
-
-// AppendRecord appends the filled record's encoding to buf. On error buf is
-// returned unchanged.
-func (t *Template) AppendRecord(buf []byte) ([]byte, error) {
-	out, err := t.data.AppendToBuffer(buf)
-	if err != nil {
-		return buf, err
-	}
-	return out, nil
+// AppendRecord appends r encoded as a data record of the template to buf, the
+// IEs written in template order straight from r; clusterId is r.ClusterUID.
+// On error (naming the IE: a string over 65535 bytes, an address of the other
+// family) the record cannot be encoded and buf is returned unchanged.
+func (t *Template) AppendRecord(buf []byte, r *flowrecord.Record) ([]byte, error) {
+	return appendOps(slices.Grow(buf, t.minLen+256), t.ops, r)
 }

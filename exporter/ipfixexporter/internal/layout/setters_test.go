@@ -1,14 +1,17 @@
 package layout
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/vmware/go-ipfix/pkg/entities"
 	"github.com/vmware/go-ipfix/pkg/registry"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
 )
 
 func stringIE(t *testing.T, name string) entities.InfoElementWithValue {
@@ -24,14 +27,14 @@ func stringIE(t *testing.T, name string) entities.InfoElementWithValue {
 	return v
 }
 
-// setterOf is the setter of an IE of the catalogue in an IPv4 template.
-func setterOf(t *testing.T, name string) setter {
+// setterOf sets the go-ipfix element of an IE of the catalogue in an IPv4 template.
+func setterOf(t *testing.T, name string) func(*flowrecord.Record, entities.InfoElementWithValue) error {
 	t.Helper()
-	set, err := newSetter(catalogue[name], false)
+	o, err := newOp(catalogue[name], false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return set
+	return o.set
 }
 
 // TestLabelsAsEncodingJSON: Pod labels are written exactly as encoding/json
@@ -84,5 +87,44 @@ func TestEgressIPText(t *testing.T) {
 		if got := ie.GetStringValue(); got != want {
 			t.Errorf("egress %q: got %q, want %q", s, got, want)
 		}
+	}
+}
+
+// TestStringLengths: strings are written as go-ipfix writes them on both
+// sides of the one-byte length limit, and one over 65535 bytes fails the
+// record naming the IE, leaving the buffer as it was.
+func TestStringLengths(t *testing.T) {
+	o, err := newOp(catalogue["sourcePodName"], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ie := stringIE(t, "sourcePodName")
+	for _, n := range []int{0, 1, 254, 255, 256, maxString} {
+		r := &flowrecord.Record{Source: flowrecord.Endpoint{PodName: strings.Repeat("p", n)}}
+		got, err := appendOps([]byte{7}, []op{o}, r)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		ie.SetStringValue(r.Source.PodName)
+		want, err := entities.NewDataRecordFromElements(256, []entities.InfoElementWithValue{ie}).AppendToBuffer([]byte{7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%d bytes: wrote %x..., go-ipfix writes %x...", n, got[:min(len(got), 4)], want[:min(len(want), 4)])
+		}
+	}
+	tmpl, _, err := New(Options{Kind: Aggregate, IncludeK8sNames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := flowrecordtest.Full(false)
+	r.Source.PodName = strings.Repeat("p", maxString+1)
+	buf, err := tmpl.AppendRecord([]byte{7}, r)
+	if want := "IE sourcePodName: value of 65536 bytes exceeds the IPFIX variable-length limit of 65535 bytes"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+	if !bytes.Equal(buf, []byte{7}) {
+		t.Errorf("buffer %x after a failed record, want 07", buf[:min(len(buf), 8)])
 	}
 }
