@@ -49,6 +49,8 @@ test: deps build peers ## Unit, integration and end-to-end tests, plus a bounded
 	$(GO) test -tags $(TAGS) -count=1 -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
+	$(GO) test -run '^$$' -fuzz '^FuzzCompactRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCompact$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
 
 .PHONY: generate
 generate: ## Regenerate each component's metadata code, generated tests and documentation.md with mdatagen

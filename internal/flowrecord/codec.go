@@ -80,6 +80,7 @@ func Encode(r *Record, lr plog.LogRecord) {
 		a.enc(r, &b)
 	}
 	b.UnsafeIntoMap(lr.Attributes()) // replaces lr's previous attributes
+	clearBody(lr)                    // of a record that was compact
 }
 
 // Bounds on what a record may carry, so one record from a faulty or hostile
@@ -96,7 +97,8 @@ const (
 // (a labels map over MaxLabels entries included), when the 5-tuple is
 // incomplete, or when the record has more than MaxAttributes attributes.
 // Attributes it does not know are ignored, so records from newer versions
-// still decode.
+// still decode. A record in the compact encoding (EncodeCompact: its Body is
+// bytes) is read from its Body, with errors naming the field.
 func Decode(lr plog.LogRecord, r *Record) error { return decode(lr, r, nil) }
 
 // A Decoder decodes as Decode does, and reuses the label maps of the Record
@@ -135,6 +137,9 @@ func (s *spares) take(slot, n int) map[string]string {
 }
 
 func decode(lr plog.LogRecord, r *Record, s *spares) error {
+	if isCompact(lr) {
+		return decodeCompact(lr, r, s) // compact.go
+	}
 	*r = Record{}
 	if n := lr.Attributes().Len(); n > MaxAttributes {
 		return fmt.Errorf("record has %d attributes (at most %d); a flow record carries its schema's attributes and a few more", n, MaxAttributes)

@@ -48,6 +48,17 @@ func realisticHalves(i int) (src, dst *flowrecord.Record) {
 // their destination halves (as two Nodes send them), 200 records in, 100
 // pairs out. Connections are forgotten by the timers and their keys reused.
 func BenchmarkConsumeLogsPairing(b *testing.B) {
+	// Node records as k8s_flow writes them: the attribute form, and the
+	// compact one of the shipped node configuration (decision D13).
+	for _, enc := range []struct {
+		name   string
+		encode func(*flowrecord.Record, plog.LogRecord)
+	}{{"attributes", flowrecord.Encode}, {"compact", flowrecord.EncodeCompact}} {
+		b.Run("encoding="+enc.name, func(b *testing.B) { benchmarkPairing(b, enc.encode) })
+	}
+}
+
+func benchmarkPairing(b *testing.B, encode func(*flowrecord.Record, plog.LogRecord)) {
 	const pairsPerBatch, rounds = 100, 100 // 10k distinct connections
 	var srcBatches, dstBatches []plog.Logs
 	for r := range rounds {
@@ -56,7 +67,7 @@ func BenchmarkConsumeLogsPairing(b *testing.B) {
 			s, d := realisticHalves(r*pairsPerBatch + j)
 			srcs, dsts = append(srcs, s), append(dsts, d)
 		}
-		srcBatches, dstBatches = append(srcBatches, logsOf(srcs...)), append(dstBatches, logsOf(dsts...))
+		srcBatches, dstBatches = append(srcBatches, encodedLogs(encode, srcs...)), append(dstBatches, encodedLogs(encode, dsts...))
 	}
 	clk := newFakeClock()
 	p, err := newProcessor(processortest.NewNopSettings(metadata.Type), aggregateConfig(), consumertest.NewNop(), clk)

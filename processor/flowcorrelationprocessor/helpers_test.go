@@ -74,13 +74,16 @@ func interNode(i int, end time.Time, srcOctets, dstOctets uint64) (src, dst *flo
 }
 
 // logsOf encodes records as the node collectors send them.
-func logsOf(recs ...*flowrecord.Record) plog.Logs {
+func logsOf(recs ...*flowrecord.Record) plog.Logs { return encodedLogs(flowrecord.Encode, recs...) }
+
+// encodedLogs is logsOf in the encoding encode writes.
+func encodedLogs(encode func(*flowrecord.Record, plog.LogRecord), recs ...*flowrecord.Record) plog.Logs {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	rl.Resource().Attributes().PutStr("k8s.node.name", "node-x")
 	lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
 	for _, r := range recs {
-		flowrecord.Encode(r, lrs.AppendEmpty())
+		encode(r, lrs.AppendEmpty())
 	}
 	return ld
 }

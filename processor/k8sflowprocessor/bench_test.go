@@ -46,24 +46,31 @@ func nodeProcessorsB(b *testing.B) map[string]*k8sFlowProcessor {
 }
 
 // BenchmarkProcessLogs is the whole per-record cost in a pipeline: plog
-// decode, enrich, plog encode (the codec dominates).
+// decode, enrich, plog encode (the codec dominates), for each encoding out.
 func BenchmarkProcessLogs(b *testing.B) {
-	p := nodeProcessorsB(b)["node-a"]
-	const batch = 100
-	tmpl := plog.NewLogs()
-	sl := tmpl.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
-	for i := range batch {
-		r := moreCases(v4)[4].record()
-		r.Source.Port = uint16(10000 + i)
-		flowrecord.Encode(r, sl.LogRecords().AppendEmpty())
+	for _, encoding := range []string{EncodingAttributes, EncodingCompact} {
+		b.Run("encoding="+encoding, func(b *testing.B) {
+			p := nodeProcessorsB(b)["node-a"]
+			if encoding == EncodingCompact {
+				p.encode = flowrecord.EncodeCompact
+			}
+			const batch = 100
+			tmpl := plog.NewLogs()
+			sl := tmpl.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+			for i := range batch {
+				r := moreCases(v4)[4].record()
+				r.Source.Port = uint16(10000 + i)
+				flowrecord.Encode(r, sl.LogRecords().AppendEmpty())
+			}
+			ld := plog.NewLogs()
+			b.ReportAllocs()
+			for b.Loop() {
+				tmpl.CopyTo(ld)
+				if _, err := p.processLogs(b.Context(), ld); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/record")
+		})
 	}
-	ld := plog.NewLogs()
-	b.ReportAllocs()
-	for b.Loop() {
-		tmpl.CopyTo(ld)
-		if _, err := p.processLogs(b.Context(), ld); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/record")
 }

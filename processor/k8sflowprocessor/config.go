@@ -20,6 +20,17 @@ const (
 	DefaultHoldMaxRecords = 10000
 )
 
+// Encodings of the records k8s_flow emits (architecture decision D13).
+const (
+	// EncodingAttributes is the public schema (docs/flow-schema.md): one
+	// attribute a field, what any pipeline and exporter can read.
+	EncodingAttributes = "attributes"
+	// EncodingCompact is flowtel's own hop to its gateways: flow.key and the
+	// record as bytes in the Body (flowtel.record.encoding compact/1), which
+	// only flowtel's components read.
+	EncodingCompact = "compact"
+)
+
 // NodeNameEnv is the environment variable node_name defaults to (set it from
 // the downward API: fieldRef spec.nodeName).
 const NodeNameEnv = "K8S_NODE_NAME"
@@ -65,6 +76,11 @@ type Config struct {
 	// D12). It watches NetworkPolicies, Namespaces and, with pods: local,
 	// every Pod's labels and named ports cluster-wide (for rule peers).
 	NetworkPolicies bool `mapstructure:"network_policies"`
+	// Encoding is how records leave the processor: attributes (default, the
+	// public schema) or compact (for a pipeline whose only consumer is the
+	// load_balancing exporter in front of flowtel gateways, which read it
+	// and emit the attribute form; decision D13).
+	Encoding string `mapstructure:"encoding"`
 
 	_ struct{}
 }
@@ -102,6 +118,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HoldUnresolved > 0 && c.HoldMaxRecords <= 0 {
 		errs = append(errs, fmt.Errorf("hold_max_records: must be positive when hold_unresolved is set (got %d); set a number such as %d, or hold_unresolved: 0", c.HoldMaxRecords, DefaultHoldMaxRecords))
+	}
+	if c.Encoding != EncodingAttributes && c.Encoding != EncodingCompact {
+		errs = append(errs, fmt.Errorf("encoding: unknown (got %q); set %s (the public schema, default) or %s (only to flowtel gateways)", c.Encoding, EncodingAttributes, EncodingCompact))
 	}
 	return errors.Join(errs...)
 }

@@ -44,6 +44,7 @@ func createDefaultConfig() component.Config {
 		HoldUnresolved:      DefaultHoldUnresolved,
 		HoldMaxRecords:      DefaultHoldMaxRecords,
 		NetworkPolicies:     true,
+		Encoding:            EncodingAttributes,
 	}
 }
 

@@ -166,10 +166,10 @@ func (p *k8sFlowProcessor) retry(ctx context.Context, now time.Time, final bool)
 				r.origin.rl.CopyTo(rl)
 				sl, last = rl.ScopeLogs().At(0), r.origin
 			}
-			flowrecord.Encode(&r.rec, r.lr)
+			p.encode(&r.rec, r.lr)
 			r.lr.MoveTo(sl.LogRecords().AppendEmpty())
 			if relay, ok := relayLeg(&r.rec); ok {
-				flowrecord.Encode(&relay, sl.LogRecords().AppendEmpty())
+				p.encode(&relay, sl.LogRecords().AppendEmpty())
 				c.enriched++
 			}
 		}

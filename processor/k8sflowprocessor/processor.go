@@ -37,6 +37,8 @@ type k8sFlowProcessor struct {
 	hold *holdBuffer
 	// policies counts the policy verdicts of enrich (network_policies).
 	policies policyCounts
+	// encode writes a record in the configured encoding.
+	encode func(*flowrecord.Record, plog.LogRecord)
 }
 
 func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now func() time.Time) (*k8sFlowProcessor, error) {
@@ -52,7 +54,10 @@ func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now fu
 	if err != nil {
 		return nil, err
 	}
-	p := &k8sFlowProcessor{cfg: cfg, logger: set.Logger, ix: ix, client: client, tel: tel}
+	p := &k8sFlowProcessor{cfg: cfg, logger: set.Logger, ix: ix, client: client, tel: tel, encode: flowrecord.Encode}
+	if cfg.Encoding == EncodingCompact {
+		p.encode = flowrecord.EncodeCompact
+	}
 	if cfg.HoldUnresolved > 0 {
 		p.hold = &holdBuffer{max: cfg.HoldMaxRecords, wait: cfg.HoldUnresolved}
 	}
@@ -152,14 +157,14 @@ func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.
 				if !c.settle(reason, unresolved) {
 					return true
 				}
-				flowrecord.Encode(&rec, lr)
+				p.encode(&rec, lr)
 				if relay, ok := relayLeg(&rec); ok {
 					relays = append(relays, relay)
 				}
 				return false
 			})
 			for i := range relays {
-				flowrecord.Encode(&relays[i], sl.LogRecords().AppendEmpty())
+				p.encode(&relays[i], sl.LogRecords().AppendEmpty())
 				c.enriched++
 			}
 			return sl.LogRecords().Len() == 0

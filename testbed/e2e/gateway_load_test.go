@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc"
@@ -37,21 +38,34 @@ import (
 // records/s in, pairing latency (from otelcol_processor_flow_correlation_pairing_duration),
 // peak RSS of the gateways and their CPU. Records in == records out is checked
 // with flowtel's own counters as the witness. Run: make load.
+//
+// Each shape runs once per encoding of the Node → gateway hop (k8s_flow's
+// encoding: the attribute form, and the compact one the shipped node
+// configuration sets, decision D13), one after the other, so a before/after
+// comparison is one interleaved run (-count 2: a, c, a, c).
 func BenchmarkGateway(b *testing.B) {
 	const conns = 200_000
 	for _, replicas := range []int{1, 3} {
-		b.Run(fmt.Sprintf("replicas=%d/conns=%d", replicas, conns), func(b *testing.B) {
-			for range b.N {
-				benchmarkGateway(b, replicas, conns)
-			}
-		})
+		for _, hop := range hopEncodings {
+			b.Run(fmt.Sprintf("replicas=%d/conns=%d/encoding=%s", replicas, conns, hop.name), func(b *testing.B) {
+				for range b.N {
+					benchmarkGateway(b, replicas, conns, hop.encode)
+				}
+			})
+		}
 	}
 }
+
+// hopEncodings are k8s_flow's encodings of the records node collectors send.
+var hopEncodings = []struct {
+	name   string
+	encode func(*flowrecord.Record, plog.LogRecord)
+}{{"attributes", flowrecord.Encode}, {"compact", flowrecord.EncodeCompact}}
 
 // loadBatch is the number of records per OTLP request the generator sends.
 const loadBatch = 1000
 
-func benchmarkGateway(b *testing.B, replicas, conns int) {
+func benchmarkGateway(b *testing.B, replicas, conns int, encode func(*flowrecord.Record, plog.LogRecord)) {
 	b.StopTimer()
 	gatewayBin, err := collector.Binary(repoRoot, "flowtel-gateway")
 	require.NoError(b, err)
@@ -78,7 +92,7 @@ func benchmarkGateway(b *testing.B, replicas, conns int) {
 	front, _ := startCollector(b, ctx, collector.Options{Name: "front", Binary: frontBin, Dir: dir,
 		Config: loadFrontConfig(frontPort, endpoints)})
 
-	requests := loadRequests(conns)
+	requests := loadRequests(conns, encode)
 	cc, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", frontPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(b, err)
 	defer cc.Close()
@@ -120,7 +134,7 @@ func benchmarkGateway(b *testing.B, replicas, conns int) {
 	assert.Equal(b, float64(conns), sum(gateways, "otelcol_processor_flow_correlation_pairs"), "pairs")
 	assert.Equal(b, int64(conns), out.Load(), "paired records at the receiver")
 	assert.Zero(b, notPaired.Load(), "records out that are not paired")
-	assert.Zero(b, undecodable.Load(), "records out that do not decode")
+	assert.Zero(b, undecodable.Load(), "records out that do not decode or are not in the attribute form")
 	for _, p := range append(gateways, front) {
 		lost, err := lossCounters(p)
 		require.NoError(b, err)
@@ -185,7 +199,7 @@ exporters:
 }
 
 // countingConsumer counts the records it gets and decodes every 100th to
-// check it is a paired flow record (decoding all would load the machine the
+// check it is a paired flow record in the attribute form (decoding all would load the machine the
 // gateways run on).
 func countingConsumer(out, notPaired, undecodable *atomic.Int64) consumer.Logs {
 	c, _ := consumer.NewLogs(func(_ context.Context, ld plog.Logs) error {
@@ -193,8 +207,8 @@ func countingConsumer(out, notPaired, undecodable *atomic.Int64) consumer.Logs {
 		if n%100 < int64(ld.LogRecordCount()) {
 			lr := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
 			var r flowrecord.Record
-			if err := flowrecord.Decode(lr, &r); err != nil {
-				undecodable.Add(1)
+			if err := flowrecord.Decode(lr, &r); err != nil || lr.Body().Type() != pcommon.ValueTypeEmpty {
+				undecodable.Add(1) // or not in the attribute form, whatever came in
 			} else if r.Correlation != flowrecord.CorrelationPaired {
 				notPaired.Add(1)
 			}
@@ -207,8 +221,9 @@ func countingConsumer(out, notPaired, undecodable *atomic.Int64) consumer.Logs {
 // loadRequests builds, before the clock starts, what two node collectors send
 // for conns inter-Node connections: per group of loadBatch connections, the
 // source Node's halves, then the destination Node's. Each half is a complete
-// record as k8s_flow emits it (Pods, Namespaces, Nodes, counters, key).
-func loadRequests(conns int) []plogotlp.ExportRequest {
+// record as k8s_flow emits it (Pods, Namespaces, Nodes, counters, key), in
+// the encoding encode writes.
+func loadRequests(conns int, encode func(*flowrecord.Record, plog.LogRecord)) []plogotlp.ExportRequest {
 	now := time.Now()
 	var reqs []plogotlp.ExportRequest
 	for first := 0; first < conns; first += loadBatch {
@@ -218,8 +233,8 @@ func loadRequests(conns int) []plogotlp.ExportRequest {
 		dstRecs := newNodeLogs(dstLogs, "load-node-b")
 		for i := first; i < first+n; i++ {
 			src, dst := loadHalves(i, now)
-			flowrecord.Encode(src, srcRecs.AppendEmpty())
-			flowrecord.Encode(dst, dstRecs.AppendEmpty())
+			encode(src, srcRecs.AppendEmpty())
+			encode(dst, dstRecs.AppendEmpty())
 		}
 		reqs = append(reqs, plogotlp.NewExportRequestFromLogs(srcLogs), plogotlp.NewExportRequestFromLogs(dstLogs))
 	}
