@@ -110,11 +110,21 @@ func BenchmarkDriverFloor(b *testing.B) {
 	if bad, err := e.fillBlock(block, ld); bad > 0 {
 		b.Fatal(err)
 	}
+	columns := block.Slices()
 	if err := e.prepare(ctx); err != nil {
 		b.Fatal(err)
 	}
 	measureInserts(b, e.srv, func() {
-		if err := e.insert(ctx, block); err != nil {
+		batch, err := e.conn.PrepareBatch(ctx, e.insertSQL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, v := range columns {
+			if err := batch.Column(i).Append(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := batch.Send(); err != nil {
 			b.Fatal(err)
 		}
 	})

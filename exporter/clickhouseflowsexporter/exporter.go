@@ -36,6 +36,8 @@ type flowsExporter struct {
 	version flowtable.Version
 
 	blocks sync.Pool // *flowtable.Block
+
+	copyWarning sync.Once // the driver's columns could not be shared
 }
 
 func newFlowsExporter(cfg *Config, set component.TelemetrySettings) (*flowsExporter, error) {
@@ -235,15 +237,23 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 // commits whole or not at all. (Sending it as several data blocks with
 // batch.Flush would let the driver reuse its column buffers, but is not
 // atomic: ClickHouse commits the blocks it has received when the connection
-// closes, e.g. on a timeout, and the retry would duplicate them.)
+// closes, e.g. on a timeout, and the retry would duplicate them.) The driver
+// encodes the block's own column buffers (flowtable.Block.AppendTo), so the
+// block is not touched until Send has returned.
 func (e *flowsExporter) insert(ctx context.Context, block *flowtable.Block) error {
 	batch, err := e.conn.PrepareBatch(ctx, e.insertSQL)
 	if err != nil {
 		return err
 	}
-	if err := block.AppendTo(batch); err != nil {
+	shared, err := block.AppendTo(batch)
+	if err != nil {
 		_ = batch.Abort()
 		return err
+	}
+	if !shared {
+		e.copyWarning.Do(func() {
+			e.logger.Warn("This clickhouse-go version's columns are not the ones the exporter shares its buffers with; rows are copied into the driver's columns, which costs more CPU per row")
+		})
 	}
 	return batch.Send()
 }
