@@ -2,7 +2,9 @@ package flowtable
 
 import (
 	"fmt"
+	"net/netip"
 	"reflect"
+	"time"
 	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
@@ -10,6 +12,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/flowtel/flowtel/internal/antreawire"
+	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
 // Block is a batch of rows held column by column, in the column types the
@@ -22,6 +25,16 @@ type Block struct {
 	cols  []buffer
 	rows  int
 	texts antreawire.Texts
+
+	// The columns by kind, each with its value's accessor, so that Add
+	// fills them kind after kind without a switch per column.
+	times  []filler[proto.ColDateTime, time.Time]
+	u8s    []filler[proto.ColUInt8, uint8]
+	u16s   []filler[proto.ColUInt16, uint16]
+	u64s   []filler[proto.ColUInt64, uint64]
+	strs   []filler[proto.ColStr, string] // String and enumeration names
+	addrs  []filler[proto.ColStr, netip.Addr]
+	labels []filler[proto.ColStr, map[string]string]
 }
 
 // buffer is one column's values; the field of the column's kind is used.
@@ -33,22 +46,42 @@ type buffer struct {
 	str  proto.ColStr
 }
 
+// filler is a column's buffer and the accessor of the value it holds.
+type filler[C any, V any] struct {
+	buf *C
+	get func(*flowrecord.Record) V
+}
+
 // NewBlock returns an empty block with room for capacity rows.
 func NewBlock(capacity int) *Block {
 	b := &Block{cols: make([]buffer, len(Columns))}
-	for i, c := range Columns {
-		buf := &b.cols[i]
-		switch c.kind {
+	for i := range Columns {
+		buf, v := &b.cols[i], &Columns[i].value
+		switch Columns[i].kind {
 		case kindTime:
 			buf.time.Data = make([]proto.DateTime, 0, capacity)
+			b.times = append(b.times, filler[proto.ColDateTime, time.Time]{&buf.time, v.Time})
 		case kindUInt8:
 			buf.u8 = make(proto.ColUInt8, 0, capacity)
+			b.u8s = append(b.u8s, filler[proto.ColUInt8, uint8]{&buf.u8, v.Uint8})
 		case kindUInt16:
 			buf.u16 = make(proto.ColUInt16, 0, capacity)
+			b.u16s = append(b.u16s, filler[proto.ColUInt16, uint16]{&buf.u16, v.Uint16})
 		case kindUInt64:
 			buf.u64 = make(proto.ColUInt64, 0, capacity)
-		case kindString, kindName, kindAddr, kindLabels:
+			b.u64s = append(b.u64s, filler[proto.ColUInt64, uint64]{&buf.u64, v.Uint64})
+		case kindString:
 			buf.str.Pos = make([]proto.Position, 0, capacity)
+			b.strs = append(b.strs, filler[proto.ColStr, string]{&buf.str, v.String})
+		case kindName:
+			buf.str.Pos = make([]proto.Position, 0, capacity)
+			b.strs = append(b.strs, filler[proto.ColStr, string]{&buf.str, v.Name})
+		case kindAddr:
+			buf.str.Pos = make([]proto.Position, 0, capacity)
+			b.addrs = append(b.addrs, filler[proto.ColStr, netip.Addr]{&buf.str, v.Addr})
+		case kindLabels:
+			buf.str.Pos = make([]proto.Position, 0, capacity)
+			b.labels = append(b.labels, filler[proto.ColStr, map[string]string]{&buf.str, v.Labels})
 		}
 	}
 	return b
@@ -62,27 +95,26 @@ func (b *Block) Len() int { return b.rows }
 func (b *Block) Add(row *Row) {
 	r := row.Record
 	r.ClusterUID = row.ClusterUUID
-	for i := range Columns {
-		v := &Columns[i].value
-		buf := &b.cols[i]
-		switch Columns[i].kind {
-		case kindTime:
-			buf.time.AppendRaw(proto.DateTime(antreawire.UnixSeconds(v.Time(r))))
-		case kindUInt8:
-			buf.u8.Append(v.Uint8(r))
-		case kindUInt16:
-			buf.u16.Append(v.Uint16(r))
-		case kindUInt64:
-			buf.u64.Append(v.Uint64(r))
-		case kindString:
-			buf.str.Append(v.String(r))
-		case kindName:
-			buf.str.Append(v.Name(r))
-		case kindAddr:
-			buf.str.Append(b.texts.Addr(v.Addr(r)))
-		case kindLabels:
-			buf.str.Append(b.texts.Labels(v.Labels(r)))
-		}
+	for _, c := range b.times {
+		c.buf.AppendRaw(proto.DateTime(antreawire.UnixSeconds(c.get(r))))
+	}
+	for _, c := range b.u8s {
+		c.buf.Append(c.get(r))
+	}
+	for _, c := range b.u16s {
+		c.buf.Append(c.get(r))
+	}
+	for _, c := range b.u64s {
+		c.buf.Append(c.get(r))
+	}
+	for _, c := range b.strs {
+		c.buf.Append(c.get(r))
+	}
+	for _, c := range b.addrs {
+		c.buf.Append(b.texts.Addr(c.get(r)))
+	}
+	for _, c := range b.labels {
+		c.buf.Append(b.texts.Labels(c.get(r)))
 	}
 	b.rows++
 }
