@@ -35,7 +35,12 @@ type flowsExporter struct {
 	ready   bool
 	version flowtable.Version
 
-	blocks sync.Pool // *flowtable.Block
+	// blocks are the column blocks of finished inserts, one per queue
+	// consumer at most, kept for the next inserts: a block keeps the memory
+	// of the largest batch it held, so inserts stop allocating it. (A
+	// sync.Pool would drop them at every garbage collection, and a
+	// block's buffers are what most of a batch's garbage would be.)
+	blocks chan *flowtable.Block
 
 	copyWarning sync.Once // the driver's columns could not be shared
 }
@@ -54,7 +59,11 @@ func newFlowsExporter(cfg *Config, set component.TelemetrySettings) (*flowsExpor
 		table:     flowtable.QualifiedName(cfg.Database, cfg.Table),
 		insertSQL: flowtable.InsertStatement(cfg.Database, cfg.Table),
 	}
-	e.blocks.New = func() any { return flowtable.NewBlock(1024) }
+	consumers := 1
+	if cfg.QueueConfig.HasValue() {
+		consumers = max(consumers, cfg.QueueConfig.Get().NumConsumers)
+	}
+	e.blocks = make(chan *flowtable.Block, consumers)
 	return e, nil
 }
 
@@ -214,8 +223,8 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		e.tel.recordInsertFailed(ctx, n, prepareReason(err))
 		return err
 	}
-	block := e.blocks.Get().(*flowtable.Block)
-	defer func() { block.Reset(); e.blocks.Put(block) }()
+	block := e.takeBlock()
+	defer e.keepBlock(block)
 	bad, firstErr := e.fillBlock(block, ld)
 	if bad > 0 {
 		e.tel.recordFailed(ctx, bad, reasonDecode)
@@ -256,6 +265,26 @@ func (e *flowsExporter) insert(ctx context.Context, block *flowtable.Block) erro
 		})
 	}
 	return batch.Send()
+}
+
+// takeBlock is an empty block, a kept one when there is one.
+func (e *flowsExporter) takeBlock() *flowtable.Block {
+	select {
+	case b := <-e.blocks:
+		return b
+	default:
+		return flowtable.NewBlock(1024)
+	}
+}
+
+// keepBlock empties b and keeps it for a later insert, unless as many blocks
+// as there are consumers are kept already.
+func (e *flowsExporter) keepBlock(b *flowtable.Block) {
+	b.Reset()
+	select {
+	case e.blocks <- b:
+	default:
+	}
 }
 
 func prepareReason(err error) string {
