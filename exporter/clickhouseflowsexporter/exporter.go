@@ -35,7 +35,14 @@ type flowsExporter struct {
 	ready   bool
 	version flowtable.Version
 
-	blocks sync.Pool // *flowtable.Block
+	// blocks are the column blocks of finished inserts, one per queue
+	// consumer at most, kept for the next inserts: a block keeps the memory
+	// of the largest batch it held, so inserts stop allocating it. (A
+	// sync.Pool would drop them at every garbage collection, and a
+	// block's buffers are what most of a batch's garbage would be.)
+	blocks chan *flowtable.Block
+
+	copyWarning sync.Once // the driver's columns could not be shared
 }
 
 func newFlowsExporter(cfg *Config, set component.TelemetrySettings) (*flowsExporter, error) {
@@ -52,7 +59,11 @@ func newFlowsExporter(cfg *Config, set component.TelemetrySettings) (*flowsExpor
 		table:     flowtable.QualifiedName(cfg.Database, cfg.Table),
 		insertSQL: flowtable.InsertStatement(cfg.Database, cfg.Table),
 	}
-	e.blocks.New = func() any { return flowtable.NewBlock(1024) }
+	consumers := 1
+	if cfg.QueueConfig.HasValue() {
+		consumers = max(consumers, cfg.QueueConfig.Get().NumConsumers)
+	}
+	e.blocks = make(chan *flowtable.Block, consumers)
 	return e, nil
 }
 
@@ -212,8 +223,8 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		e.tel.recordInsertFailed(ctx, n, prepareReason(err))
 		return err
 	}
-	block := e.blocks.Get().(*flowtable.Block)
-	defer func() { block.Reset(); e.blocks.Put(block) }()
+	block := e.takeBlock()
+	defer e.keepBlock(block)
 	bad, firstErr := e.fillBlock(block, ld)
 	if bad > 0 {
 		e.tel.recordFailed(ctx, bad, reasonDecode)
@@ -235,17 +246,45 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 // commits whole or not at all. (Sending it as several data blocks with
 // batch.Flush would let the driver reuse its column buffers, but is not
 // atomic: ClickHouse commits the blocks it has received when the connection
-// closes, e.g. on a timeout, and the retry would duplicate them.)
+// closes, e.g. on a timeout, and the retry would duplicate them.) The driver
+// encodes the block's own column buffers (flowtable.Block.AppendTo), so the
+// block is not touched until Send has returned.
 func (e *flowsExporter) insert(ctx context.Context, block *flowtable.Block) error {
 	batch, err := e.conn.PrepareBatch(ctx, e.insertSQL)
 	if err != nil {
 		return err
 	}
-	if err := block.AppendTo(batch); err != nil {
+	shared, err := block.AppendTo(batch)
+	if err != nil {
 		_ = batch.Abort()
 		return err
 	}
+	if !shared {
+		e.copyWarning.Do(func() {
+			e.logger.Warn("This clickhouse-go version's columns are not the ones the exporter shares its buffers with; rows are copied into the driver's columns, which costs more CPU per row")
+		})
+	}
 	return batch.Send()
+}
+
+// takeBlock is an empty block, a kept one when there is one.
+func (e *flowsExporter) takeBlock() *flowtable.Block {
+	select {
+	case b := <-e.blocks:
+		return b
+	default:
+		return flowtable.NewBlock(1024)
+	}
+}
+
+// keepBlock empties b and keeps it for a later insert, unless as many blocks
+// as there are consumers are kept already.
+func (e *flowsExporter) keepBlock(b *flowtable.Block) {
+	b.Reset()
+	select {
+	case e.blocks <- b:
+	default:
+	}
 }
 
 func prepareReason(err error) string {

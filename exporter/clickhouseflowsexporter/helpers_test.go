@@ -34,9 +34,9 @@ func testConfig(srv *chserver.Server, database string) *Config {
 }
 
 // newExporter creates the exporter through the factory, with in-memory telemetry.
-func newExporter(t testing.TB, cfg *Config) (exporter.Logs, *componenttest.Telemetry) {
+func newExporter(t testing.TB, cfg *Config, opts ...componenttest.TelemetryOption) (exporter.Logs, *componenttest.Telemetry) {
 	t.Helper()
-	tt := componenttest.NewTelemetry()
+	tt := componenttest.NewTelemetry(opts...)
 	t.Cleanup(func() { _ = tt.Shutdown(context.Background()) })
 	set := exportertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tt.NewTelemetrySettings()
@@ -48,9 +48,9 @@ func newExporter(t testing.TB, cfg *Config) (exporter.Logs, *componenttest.Telem
 }
 
 // startExporter creates and starts the exporter and shuts it down at cleanup.
-func startExporter(t testing.TB, cfg *Config) (exporter.Logs, *componenttest.Telemetry) {
+func startExporter(t testing.TB, cfg *Config, opts ...componenttest.TelemetryOption) (exporter.Logs, *componenttest.Telemetry) {
 	t.Helper()
-	exp, tt := newExporter(t, cfg)
+	exp, tt := newExporter(t, cfg, opts...)
 	if err := exp.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}

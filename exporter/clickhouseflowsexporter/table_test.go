@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component/componenttest"
+
+	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/testbed/chserver"
 )
@@ -170,16 +173,99 @@ func readRows(t *testing.T, srv *chserver.Server, table string, columns []string
 	return out
 }
 
+// checkRows reads columns of table and checks that it holds one row per
+// record (by source port), each with expectedRow's values for cluster
+// "cluster-uid-1"; it returns the rows by source port.
+func checkRows(t *testing.T, srv *chserver.Server, table string, columns []string, records map[string]*flowrecord.Record) map[uint16]map[string]any {
+	t.Helper()
+	got := map[uint16]map[string]any{}
+	for _, row := range readRows(t, srv, table, columns) {
+		got[row["sourceTransportPort"].(uint16)] = row
+	}
+	if len(got) != len(records) {
+		t.Errorf("%s: %d rows, want %d", table, len(got), len(records))
+	}
+	for name, r := range records {
+		row, ok := got[r.Source.Port]
+		if !ok {
+			t.Errorf("%s: %s: no row", table, name)
+			continue
+		}
+		want := expectedRow(r, "cluster-uid-1")
+		if len(want) != len(columns) {
+			t.Fatalf("expectedRow has %d columns, the table %d", len(want), len(columns))
+		}
+		for _, c := range columns {
+			if !reflect.DeepEqual(row[c], want[c]) {
+				t.Errorf("%s: %s: column %s = %#v, want %#v", table, name, c, row[c], want[c])
+			}
+		}
+	}
+	return got
+}
+
+// testRecords are the five kinds of record, by name.
+func testRecords() map[string]*flowrecord.Record {
+	return map[string]*flowrecord.Record{
+		"intra-Node": intraNodeRecord(), "inter-Node paired": interNodePairedRecord(),
+		"inter-Node unpaired": interNodeUnpairedRecord(), "to-external": toExternalRecord(),
+		"from-external": fromExternalRecord(),
+	}
+}
+
+// The rows read back the same whether the driver encodes the block's own
+// column buffers (AppendTo with the clickhouse-go version this module pins:
+// the test fails if AppendTo cannot share them) or copies of them (CopyTo,
+// AppendTo's fallback for a driver whose columns it does not know).
+func TestSharedAndCopiedColumnsAgree(t *testing.T) {
+	srv := chserver.Start(t, chserver.Options{})
+	records := testRecords()
+	var all []*flowrecord.Record
+	for _, r := range records {
+		all = append(all, r)
+	}
+	columns := make([]string, len(flowtable.Columns))
+	for i, c := range flowtable.Columns {
+		columns[i] = c.Name
+	}
+	ctx := context.Background()
+	for _, db := range []string{"shared", "copied"} {
+		e, err := newFlowsExporter(testConfig(srv, db), componenttest.NewNopTelemetrySettings())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.start(ctx, componenttest.NewNopHost()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.shutdown(ctx) })
+		block := flowtable.NewBlock(1)
+		if bad, err := e.fillBlock(block, logsOf("cluster-uid-1", all...)); bad > 0 {
+			t.Fatal(err)
+		}
+		batch, err := e.conn.PrepareBatch(ctx, e.insertSQL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if db == "shared" {
+			if shared, err := block.AppendTo(batch); err != nil || !shared {
+				t.Fatalf("AppendTo: shared %t, error %v; want the driver's columns shared", shared, err)
+			}
+		} else if err := block.CopyTo(batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := batch.Send(); err != nil {
+			t.Fatal(err)
+		}
+		checkRows(t, srv, db+".flows", columns, records)
+	}
+}
+
 func TestEveryColumnReadsBack(t *testing.T) {
 	srv := chserver.Start(t, chserver.Options{})
 	cfg := testConfig(srv, "flowtel_roundtrip")
 	exp, tt := startExporter(t, cfg)
 
-	records := map[string]*flowrecord.Record{
-		"intra-Node": intraNodeRecord(), "inter-Node paired": interNodePairedRecord(),
-		"inter-Node unpaired": interNodeUnpairedRecord(), "to-external": toExternalRecord(),
-		"from-external": fromExternalRecord(),
-	}
+	records := testRecords()
 	var all []*flowrecord.Record
 	for _, r := range records {
 		all = append(all, r)
@@ -227,26 +313,7 @@ func TestEveryColumnReadsBack(t *testing.T) {
 		columns = append(columns, c)
 	}
 
-	got := map[uint16]map[string]any{}
-	for _, row := range readRows(t, srv, "flowtel_roundtrip.flows", columns) {
-		got[row["sourceTransportPort"].(uint16)] = row
-	}
-	for name, r := range records {
-		row, ok := got[r.Source.Port]
-		if !ok {
-			t.Errorf("%s: no row", name)
-			continue
-		}
-		want := expectedRow(r, "cluster-uid-1")
-		if len(want) != len(columns) {
-			t.Fatalf("expectedRow has %d columns, the table %d", len(want), len(columns))
-		}
-		for _, c := range columns {
-			if !reflect.DeepEqual(row[c], want[c]) {
-				t.Errorf("%s: column %s = %#v, want %#v", name, c, row[c], want[c])
-			}
-		}
-	}
+	got := checkRows(t, srv, "flowtel_roundtrip.flows", columns, records)
 
 	// A few values spelled out, so the expectation above cannot drift with the code.
 	intra, unpaired, fromExt := got[41001], got[41003], got[41005]

@@ -2,6 +2,7 @@ package flowtable
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -31,21 +32,18 @@ func TestTableGolden(t *testing.T) {
 	for i, r := range recs {
 		block.Add(&Row{Record: r, ClusterUUID: fmt.Sprint("cluster-", i)})
 	}
+	values := block.Slices()
 	for i, c := range Columns {
-		buf := &block.cols[i]
 		fmt.Fprintf(&b, "%s %s flowtel=%t:", c.Name, c.Type, c.Flowtel)
-		for row := range block.Len() {
-			switch {
-			case buf.i64 != nil:
-				fmt.Fprintf(&b, " %d", buf.i64[row])
-			case buf.u8 != nil:
-				fmt.Fprintf(&b, " %d", buf.u8[row])
-			case buf.u16 != nil:
-				fmt.Fprintf(&b, " %d", buf.u16[row])
-			case buf.u64 != nil:
-				fmt.Fprintf(&b, " %d", buf.u64[row])
-			default:
-				fmt.Fprintf(&b, " %q", buf.str[row])
+		switch v := values[i].(type) {
+		case []string:
+			for _, s := range v {
+				fmt.Fprintf(&b, " %q", s)
+			}
+		default:
+			rv := reflect.ValueOf(v)
+			for row := range rv.Len() {
+				fmt.Fprintf(&b, " %d", rv.Index(row).Interface())
 			}
 		}
 		b.WriteString("\n")
