@@ -73,10 +73,9 @@ type conntrackReceiver struct {
 	evWakeAt  int
 
 	// Poll-loop state, reused across polls.
-	scratch     store.Conn
 	exports     []store.Export
 	observeFn   func(*store.Conn)
-	offerFn     func(*conntrack.Flow)
+	offerFn     func(*store.Conn)
 	dumpZone    uint16
 	shed        *shedSet
 	pollShed    int // connections shed at this poll
@@ -350,10 +349,9 @@ func (r *conntrackReceiver) dump(now time.Time) error {
 	return nil
 }
 
-// offer converts one dumped entry and hands it to the profile.
-func (r *conntrackReceiver) offer(f *conntrack.Flow) {
-	ctsource.Convert(f, &r.scratch)
-	r.prof.Offer(r.dumpZone, &r.scratch, r.observeFn)
+// offer hands one dumped entry to the profile.
+func (r *conntrackReceiver) offer(c *store.Conn) {
+	r.prof.Offer(r.dumpZone, c, r.observeFn)
 }
 
 func (r *conntrackReceiver) observe(c *store.Conn) {

@@ -45,9 +45,7 @@ func TestDumpStreams(t *testing.T) {
 	seen := make(map[store.Key]int, streamEntries)
 	base := liveHeap()
 	var peak uint64
-	var c store.Conn
-	n, err := src.DumpZone(0, func(f *conntrack.Flow) {
-		ctsource.Convert(f, &c)
+	n, err := src.DumpZone(0, func(c *store.Conn) {
 		seen[c.Key]++
 		if len(seen)%5000 == 0 {
 			peak = max(peak, liveHeap())
