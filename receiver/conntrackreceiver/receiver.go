@@ -325,7 +325,7 @@ func (r *conntrackReceiver) noteOverrun(ctx context.Context, began time.Time, to
 	r.logger.Warn("conntrack poll took longer than poll_interval; polls run back to back and records go out late",
 		zap.Duration("poll_duration", took), zap.Duration("poll_interval", r.cfg.PollInterval),
 		zap.Int("overruns_since_last_log", r.overruns), zap.Int("entries", r.lastEntries),
-		zap.String("fix", "raise poll_interval or the collector's CPU limit: a poll's cost follows the entries in the table (about 4 µs of CPU each)"))
+		zap.String("fix", "raise poll_interval or the collector's CPU limit: a poll's cost follows the entries in the table (4–5 µs of CPU each)"))
 	r.overruns = 0
 }
 
