@@ -83,7 +83,7 @@ func BenchmarkPoll100k(b *testing.B) {
 		b.ReportAllocs()
 		var n int
 		for b.Loop() {
-			if n, err = src.DumpZone(0, func(*conntrack.Flow) {}); err != nil {
+			if n, err = src.DumpZone(0, func(*store.Conn) {}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -147,7 +147,8 @@ func benchmarkUpdateOnly(b *testing.B, ns *ctsource.Namespace) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	flows, err := dumpAll(src)
+	var conns []store.Conn
+	_, err = src.DumpZone(0, func(c *store.Conn) { conns = append(conns, *c) })
 	src.Close()
 	if err != nil {
 		b.Fatal(err)
@@ -161,9 +162,10 @@ func benchmarkUpdateOnly(b *testing.B, ns *ctsource.Namespace) {
 		now = now.Add(5 * time.Second)
 		r.store.BeginPoll(now)
 		r.prof.Begin(now, nil)
-		for i := range flows {
-			ctsource.Convert(&flows[i], &r.scratch)
-			r.prof.Offer(0, &r.scratch, r.observeFn)
+		var c store.Conn
+		for i := range conns {
+			c = conns[i]
+			r.prof.Offer(0, &c, r.observeFn)
 		}
 		r.prof.End(r.observeFn)
 		r.store.EndPoll()
@@ -176,14 +178,18 @@ func benchmarkUpdateOnly(b *testing.B, ns *ctsource.Namespace) {
 	for b.Loop() {
 		update()
 	}
-	reportPerEntry(b, len(flows))
+	reportPerEntry(b, len(conns))
 }
 
-// dumpAll collects a dump of zone 0 (the benchmarks replay it).
-func dumpAll(src *ctsource.Source) ([]conntrack.Flow, error) {
-	var flows []conntrack.Flow
-	_, err := src.DumpZone(0, func(f *conntrack.Flow) { flows = append(flows, *f) })
-	return flows, err
+// dumpAll collects the flows of a namespace's table through the library (the
+// event benchmarks replay them as DESTROY events).
+func dumpAll(ns *ctsource.Namespace) ([]conntrack.Flow, error) {
+	c, err := conntrack.Dial(&netlink.Config{NetNS: ns.FD()})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.Dump(nil)
 }
 
 func reportPerEntry(b *testing.B, n int) {
@@ -227,12 +233,7 @@ func BenchmarkDestroyEvents(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ns.Close()
-	src, err := ctsource.Dial(ns)
-	if err != nil {
-		b.Fatal(err)
-	}
-	flows, err := dumpAll(src)
-	src.Close()
+	flows, err := dumpAll(ns)
 	if err != nil || len(flows) != n {
 		b.Fatalf("dumped %d entries (%v), want %d", len(flows), err, n)
 	}

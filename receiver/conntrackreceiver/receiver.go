@@ -27,7 +27,8 @@ import (
 const (
 	// maxRecordsPerBatch splits a large export into several plog batches.
 	maxRecordsPerBatch = 8192
-	// shedLogInterval rate-limits the log line about shed connections.
+	// shedLogInterval rate-limits the log lines about shed connections and
+	// about polls longer than poll_interval.
 	shedLogInterval = time.Minute
 	// eventRetryDelay is the pause before re-subscribing after an event socket failure.
 	eventRetryDelay = time.Second
@@ -73,16 +74,19 @@ type conntrackReceiver struct {
 	evWakeAt  int
 
 	// Poll-loop state, reused across polls.
-	scratch     store.Conn
 	exports     []store.Export
 	observeFn   func(*store.Conn)
-	offerFn     func(*conntrack.Flow)
+	offerFn     func(*store.Conn)
 	dumpZone    uint16
 	shed        *shedSet
 	pollShed    int // connections shed at this poll
 	pollNewShed int // of which not shed at the previous poll
 	lastShedLog time.Time
-	now         func() time.Time
+	// Polls longer than poll_interval since the last log line about them.
+	overruns       int
+	lastOverrunLog time.Time
+	lastEntries    int // entries of the last complete dump
+	now            func() time.Time
 }
 
 type pendingEvent struct {
@@ -251,6 +255,9 @@ func (r *conntrackReceiver) flush(ctx context.Context) {
 	r.logger.Info("conntrack receiver flushed at shutdown", zap.Int64("live", live), zap.Int64("end_of_flow", ended))
 }
 
+// run polls on a fixed grid of poll_interval from the first poll: the ticker
+// keeps one missed tick, so a poll that overran is followed at once by the
+// next, and the grid points it covered are skipped (see pollOnce).
 func (r *conntrackReceiver) run(ctx context.Context) {
 	defer r.wg.Done()
 	t := time.NewTicker(r.cfg.PollInterval)
@@ -299,7 +306,27 @@ func (r *conntrackReceiver) pollOnce(ctx context.Context) {
 		r.export(ctx, now)
 	}
 	r.tel.ReceiverConntrackConnections.Record(ctx, int64(r.store.Len()))
-	r.tel.ReceiverConntrackPollDuration.Record(ctx, time.Since(began).Seconds())
+	took := time.Since(began)
+	r.tel.ReceiverConntrackPollDuration.Record(ctx, took.Seconds())
+	if took > r.cfg.PollInterval {
+		r.noteOverrun(ctx, began, took)
+	}
+}
+
+// noteOverrun counts a poll that took longer than poll_interval and logs,
+// at most once a minute, how many did.
+func (r *conntrackReceiver) noteOverrun(ctx context.Context, began time.Time, took time.Duration) {
+	r.tel.ReceiverConntrackPollsOverrun.Add(ctx, 1)
+	r.overruns++
+	if began.Sub(r.lastOverrunLog) < shedLogInterval {
+		return
+	}
+	r.lastOverrunLog = began
+	r.logger.Warn("conntrack poll took longer than poll_interval; polls run back to back and records go out late",
+		zap.Duration("poll_duration", took), zap.Duration("poll_interval", r.cfg.PollInterval),
+		zap.Int("overruns_since_last_log", r.overruns), zap.Int("entries", r.lastEntries),
+		zap.String("fix", "raise poll_interval or the collector's CPU limit: a poll's cost follows the entries in the table (4–5 µs of CPU each)"))
+	r.overruns = 0
 }
 
 // dump reads every polled zone into the store. On a netlink error the poll
@@ -339,6 +366,7 @@ func (r *conntrackReceiver) dump(now time.Time) error {
 	}
 	ps := r.prof.End(r.observeFn)
 	st := r.store.EndPoll()
+	r.lastEntries = entries
 	r.tel.ReceiverConntrackEntries.Record(ctx, int64(entries))
 	r.countFiltered(ctx, ps)
 	if st.Stale > 0 {
@@ -350,10 +378,9 @@ func (r *conntrackReceiver) dump(now time.Time) error {
 	return nil
 }
 
-// offer converts one dumped entry and hands it to the profile.
-func (r *conntrackReceiver) offer(f *conntrack.Flow) {
-	ctsource.Convert(f, &r.scratch)
-	r.prof.Offer(r.dumpZone, &r.scratch, r.observeFn)
+// offer hands one dumped entry to the profile.
+func (r *conntrackReceiver) offer(c *store.Conn) {
+	r.prof.Offer(r.dumpZone, c, r.observeFn)
 }
 
 func (r *conntrackReceiver) observe(c *store.Conn) {

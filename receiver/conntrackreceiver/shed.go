@@ -2,6 +2,7 @@ package conntrackreceiver
 
 import (
 	"hash/maphash"
+	"math/bits"
 	"slices"
 
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/store"
@@ -22,7 +23,16 @@ type shedSet struct {
 	seed      maphash.Seed
 	prev, cur []uint64 // prev sorted
 	limit     int
+	// dir indexes prev by the hashes' top bits: the hashes starting with i
+	// are prev[dir[i]:dir[i+1]], about shedBucket of them, so a lookup reads
+	// one directory entry and one or two cache lines of prev instead of
+	// binary-searching a million hashes (20 cache misses).
+	dir   []uint32
+	shift uint
 }
+
+// shedBucket is the mean number of hashes per directory entry.
+const shedBucket = 8
 
 type shedID struct {
 	key   store.Key
@@ -31,7 +41,11 @@ type shedID struct {
 	start int64
 }
 
-func newShedSet(limit int) *shedSet { return &shedSet{seed: maphash.MakeSeed(), limit: limit} }
+func newShedSet(limit int) *shedSet {
+	s := &shedSet{seed: maphash.MakeSeed(), limit: limit}
+	s.index()
+	return s
+}
 
 // add notes c as shed at this poll and reports whether it was not shed at
 // the previous one (it is to be counted).
@@ -40,7 +54,8 @@ func (s *shedSet) add(c *store.Conn) bool {
 	if len(s.cur) < s.limit {
 		s.cur = append(s.cur, h)
 	}
-	_, found := slices.BinarySearch(s.prev, h)
+	i := h >> s.shift
+	_, found := slices.BinarySearch(s.prev[s.dir[i]:s.dir[i+1]], h)
 	return !found
 }
 
@@ -54,4 +69,24 @@ func (s *shedSet) endPoll(complete bool) {
 	slices.Sort(s.cur)
 	s.cur = slices.Compact(s.cur)
 	s.prev, s.cur = s.cur, s.prev[:0]
+	s.index()
+}
+
+// index rebuilds dir over prev.
+func (s *shedSet) index() {
+	b := bits.Len(uint(len(s.prev) / shedBucket)) // 2^b entries
+	s.shift = 64 - uint(b)
+	n := 1<<b + 1
+	if cap(s.dir) < n {
+		s.dir = make([]uint32, n)
+	}
+	s.dir = s.dir[:n]
+	j := 0
+	for i := range n - 1 {
+		for j < len(s.prev) && s.prev[j]>>s.shift < uint64(i) {
+			j++
+		}
+		s.dir[i] = uint32(j)
+	}
+	s.dir[n-1] = uint32(len(s.prev))
 }

@@ -65,3 +65,25 @@ func TestShedMemoryBounded(t *testing.T) {
 		t.Fatalf("counted %d, want 1", n)
 	}
 }
+
+// TestShedManyConnections: with the directory over a large set, each of
+// 200k shed connections is counted once and each new one once.
+func TestShedManyConnections(t *testing.T) {
+	s := newShedSet(shedMemory)
+	conns := make([]store.Conn, 200_000)
+	for i := range conns {
+		conns[i] = shedConn(uint16(i), uint32(i))
+	}
+	if n := countShed(s, true, conns...); n != len(conns) {
+		t.Fatalf("first poll counted %d, want %d", n, len(conns))
+	}
+	for i := range 1000 {
+		conns[i*7].ID += 1 << 20 // another entry under the same tuple
+	}
+	if n := countShed(s, true, conns...); n != 1000 {
+		t.Fatalf("second poll counted %d, want the 1000 new entries", n)
+	}
+	if n := countShed(s, true, conns...); n != 0 {
+		t.Fatalf("third poll counted %d, want 0", n)
+	}
+}

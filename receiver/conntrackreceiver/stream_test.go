@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
@@ -45,9 +47,7 @@ func TestDumpStreams(t *testing.T) {
 	seen := make(map[store.Key]int, streamEntries)
 	base := liveHeap()
 	var peak uint64
-	var c store.Conn
-	n, err := src.DumpZone(0, func(f *conntrack.Flow) {
-		ctsource.Convert(f, &c)
+	n, err := src.DumpZone(0, func(c *store.Conn) {
 		seen[c.Key]++
 		if len(seen)%5000 == 0 {
 			peak = max(peak, liveHeap())
@@ -119,5 +119,55 @@ func TestShedOncePerConnectionAcrossPolls(t *testing.T) {
 		if v := m.Data.(metricdata.Sum[int64]).DataPoints[0].Value; v != streamEntries-maxConns {
 			t.Fatalf("poll %d: connections_shed %d, want %d (each once)", poll, v, streamEntries-maxConns)
 		}
+	}
+}
+
+// TestPollOverrunCountedAndLogged: a poll longer than poll_interval is
+// counted, and logged at most once a minute with how many overran.
+func TestPollOverrunCountedAndLogged(t *testing.T) {
+	path := benchTableOf(t, 1000)
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	core, logs := observer.New(zap.WarnLevel)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	set.Logger = zap.New(core)
+	cfg := createDefaultConfig()
+	cfg.NetNS = path
+	r, err := newReceiver(set, cfg, consumertest.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ns, err = ctsource.OpenNamespace(path); err != nil {
+		t.Fatal(err)
+	}
+	defer r.ns.Close()
+	defer func() {
+		if r.src != nil {
+			r.src.Close()
+		}
+	}()
+	overruns := func() int64 {
+		m, err := tel.GetMetric("otelcol_receiver_conntrack_polls_overrun")
+		if err != nil {
+			return 0
+		}
+		return m.Data.(metricdata.Sum[int64]).DataPoints[0].Value
+	}
+	ctx := context.Background()
+	r.pollOnce(ctx) // within poll_interval
+	if n := overruns(); n != 0 {
+		t.Fatalf("polls_overrun %d after a poll within poll_interval", n)
+	}
+	cfg.PollInterval = time.Nanosecond // every poll overruns
+	for range 3 {
+		r.pollOnce(ctx)
+	}
+	if n := overruns(); n != 3 {
+		t.Fatalf("polls_overrun %d, want 3", n)
+	}
+	warned := logs.FilterMessageSnippet("longer than poll_interval").All()
+	if len(warned) != 1 || warned[0].ContextMap()["entries"] != int64(1000) || warned[0].ContextMap()["overruns_since_last_log"] != int64(1) {
+		t.Fatalf("want one warning for the first overrun, with the entries: %+v", warned)
 	}
 }

@@ -7,7 +7,6 @@ package flood
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,11 +46,11 @@ func TestNodeCollectorMillionEntries(t *testing.T) {
 	}
 	// At every level the process stays under the DaemonSet's 512 MiB limit
 	// (the receiver streams the dump: its memory follows max_connections,
-	// not the table) and each connection over max_connections is counted as
-	// shed once: asserted. Polls keep their period up to 500k entries
-	// (asserted); a poll of 1M entries takes longer than 5 s on 2 shared
-	// cores: logged and reported in testbed/results.md, not asserted.
-	const maxConns, poll, periodUpTo, rssBound = 100_000, 5 * time.Second, 500_000, 512 << 20
+	// not the table), each connection over max_connections is counted as
+	// shed once, and polls keep their period (within half a period: the
+	// machine is shared): asserted. Poll duration, the collector's CPU per
+	// poll and the polls that overran are logged (testbed/results.md).
+	const maxConns, poll, rssBound = 100_000, 5 * time.Second, 512 << 20
 	old, err := os.ReadFile(conntrackMax)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(conntrackMax, []byte("1100000"), 0o644))
@@ -101,21 +100,18 @@ service:
 	c, err := conntrack.Dial(&netlink.Config{NetNS: int(f.Fd())})
 	require.NoError(t, err)
 	defer c.Close()
+	filler := newFiller(t, int(f.Fd()))
 
 	created := 0
 	var peakRSS int64
 	levels := []int{100_000, 500_000}
-	if os.Getenv("FLOWTEL_FLOOD_1M") != "" { // about 4 minutes more
+	if os.Getenv("FLOWTEL_FLOOD_1M") != "" { // about 40 s more
 		levels = append(levels, 1_000_000)
 	}
 	for _, level := range levels {
 		start := time.Now()
-		for ; created < level; created++ {
-			// distinct tuples: 60k source ports per source address
-			src := netip.AddrFrom4([4]byte{10, 1, byte(created / 60000 >> 8), byte(created / 60000)})
-			flow := conntrack.NewFlow(17, 0, src, netip.MustParseAddr("10.2.0.1"), uint16(1024+created%60000), 53, 3600, 0)
-			require.NoError(t, c.Create(flow), "entry %d", created)
-		}
+		filler.fill(t, created, level)
+		created = level
 		fill := time.Since(start)
 		// Two polls after the table reached the level: the second one's
 		// duration is the steady one.
@@ -130,27 +126,30 @@ service:
 			require.True(t, time.Now().Before(deadline), "no polls at %d entries", level)
 		}
 		n1, s1 := pollStats(t, p)
+		cpu1, err := p.CPUTime()
+		require.NoError(t, err)
 		measured := time.Now()
 		for n, _ := pollStats(t, p); n < n1+3; n, _ = pollStats(t, p) {
 			time.Sleep(200 * time.Millisecond)
 		}
 		n2, s2 := pollStats(t, p)
 		period := time.Since(measured) / time.Duration(n2-n1)
+		cpu2, err := p.CPUTime()
+		require.NoError(t, err)
 		rss, err := p.RSS()
 		require.NoError(t, err)
 		peakRSS = max(peakRSS, rss)
 		entries := sumOf(t, p, "otelcol_receiver_conntrack_entries")
 		held := sumOf(t, p, "otelcol_receiver_conntrack_connections")
 		shed := sumOf(t, p, "otelcol_receiver_conntrack_connections_shed")
-		t.Logf("%d entries (filled in %v): poll duration %.2f s (mean of %d), polls every %v (poll_interval %v), RSS %d MB, entries polled %.0f, held %.0f, shed %.0f",
-			level, fill.Round(time.Second), (s2-s1)/(n2-n1), int(n2-n1), period.Round(100*time.Millisecond), poll, rss>>20, entries, held, shed)
+		overruns := sumOf(t, p, "otelcol_receiver_conntrack_polls_overrun")
+		t.Logf("%d entries (filled in %v): poll duration %.2f s (mean of %d), collector CPU %.2f s per poll, polls every %v (poll_interval %v), RSS %d MB, entries polled %.0f, held %.0f, shed %.0f, polls overrun so far %.0f",
+			level, fill.Round(100*time.Millisecond), (s2-s1)/(n2-n1), int(n2-n1), (cpu2-cpu1).Seconds()/(n2-n1), period.Round(100*time.Millisecond), poll, rss>>20, entries, held, shed, overruns)
 		require.GreaterOrEqual(t, entries, float64(level), "the poll did not see the table")
 		require.LessOrEqual(t, held, float64(maxConns), "connections held over max_connections")
 		require.Equal(t, float64(max(0, level-maxConns)), shed, "connections over max_connections not counted once each as shed")
 		require.Less(t, rss, int64(rssBound), "RSS over the DaemonSet's memory limit")
-		if level <= periodUpTo {
-			require.Less(t, period, poll+poll/2, "polls fell behind their period")
-		}
+		require.Less(t, period, poll+poll/2, "polls fell behind their period")
 	}
 	t.Logf("peak RSS %d MB", peakRSS>>20)
 	// An empty table before the collector stops: its last poll and flush are short.

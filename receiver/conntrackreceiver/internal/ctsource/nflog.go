@@ -37,16 +37,7 @@ const (
 	nflogAttrSeq       = 12
 	nflogAttrCT        = 18
 
-	// ctnetlink attributes inside NFULA_CT (nfnetlink_conntrack.h).
-	ctaTupleOrig  = 1
-	ctaMark       = 8
-	ctaZone       = 18
-	ctaLabels     = 22
-	ctaTupleIP    = 1
-	ctaTupleProto = 2
-	ctaIPv4Dst    = 2
-	ctaIPv6Dst    = 4
-	ctaProtoDst   = 3
+	// NFULA_CT holds a ctnetlink entry: its attributes are in decode.go.
 
 	// nflogFlushTimeout makes the kernel hand a partly filled batch over
 	// after 100 ms (its default is 1 s).
@@ -239,7 +230,7 @@ func tupleDestination(ad *netlink.AttributeDecoder) (addr netip.Addr, port uint1
 		case ctaTupleProto:
 			ad.Nested(func(pr *netlink.AttributeDecoder) error {
 				for pr.Next() {
-					if pr.Type() == ctaProtoDst {
+					if pr.Type() == ctaProtoDstPort {
 						port = pr.Uint16()
 					}
 				}

@@ -27,8 +27,8 @@ func tuple(ae *netlink.AttributeEncoder, typ uint16, src, dst string, sport, dpo
 		})
 		t.Nested(ctaTupleProto, func(p *netlink.AttributeEncoder) error {
 			p.Uint8(1, 6) // CTA_PROTO_NUM
-			p.Uint16(ctaProtoDst-1, sport)
-			p.Uint16(ctaProtoDst, dport)
+			p.Uint16(ctaProtoDstPort-1, sport)
+			p.Uint16(ctaProtoDstPort, dport)
 			return nil
 		})
 		return nil

@@ -36,6 +36,7 @@ type TelemetryBuilder struct {
 	ReceiverConntrackEvents            metric.Int64Counter
 	ReceiverConntrackNetlinkErrors     metric.Int64Counter
 	ReceiverConntrackPollDuration      metric.Float64Histogram
+	ReceiverConntrackPollsOverrun      metric.Int64Counter
 	ReceiverConntrackRecordsDropped    metric.Int64Counter
 	ReceiverConntrackRecordsEmitted    metric.Int64Counter
 	ReceiverConntrackRecordsFlushed    metric.Int64Counter
@@ -131,6 +132,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithDescription("Time to dump the conntrack table and update the connection store. [Development]"),
 		metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries([]float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}...),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverConntrackPollsOverrun, err = builder.meter.Int64Counter(
+		"otelcol_receiver_conntrack_polls_overrun",
+		metric.WithDescription("Polls that took longer than poll_interval. Polls start on a fixed grid from the first one; after an overrun the next starts as soon as it ends, and the grid points it covered are skipped. [Development]"),
+		metric.WithUnit("{poll}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverConntrackRecordsDropped, err = builder.meter.Int64Counter(

@@ -29,6 +29,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverConntrackEvents.Add(context.Background(), 1)
 	tb.ReceiverConntrackNetlinkErrors.Add(context.Background(), 1)
 	tb.ReceiverConntrackPollDuration.Record(context.Background(), 1)
+	tb.ReceiverConntrackPollsOverrun.Add(context.Background(), 1)
 	tb.ReceiverConntrackRecordsDropped.Add(context.Background(), 1)
 	tb.ReceiverConntrackRecordsEmitted.Add(context.Background(), 1)
 	tb.ReceiverConntrackRecordsFlushed.Add(context.Background(), 1)
@@ -63,6 +64,9 @@ func TestSetupTelemetry(t *testing.T) {
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverConntrackPollDuration(t, testTel,
 		[]metricdata.HistogramDataPoint[float64]{{}}, metricdatatest.IgnoreValue(),
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverConntrackPollsOverrun(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverConntrackRecordsDropped(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
