@@ -103,7 +103,7 @@ func addrAttr(name string, get func(*Record) *netip.Addr) Field {
 		value: func(agg bool) Value { return Value{Kind: KindAddr, Addr: read(get, agg)} },
 		enc: func(r *Record, b *xpdata.MapBuilder) {
 			if a := *get(r); a.IsValid() {
-				b.AppendEmpty(name).SetStr(a.String())
+				b.AppendEmpty(name).SetStr(addrString(a))
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
