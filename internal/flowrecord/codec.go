@@ -58,17 +58,15 @@ func Encode(r *Record, lr plog.LogRecord) {
 	if r.Aggregation == nil {
 		n = nonAggregationCounts
 	}
-	var e encoder
-	e.b.EnsureCapacity(n.attrs)
-	e.grow(n.strs+len(r.Source.PodLabels)+len(r.Destination.PodLabels), n.ints)
+	e := newEncoder(n.attrs, n.strs+len(r.Source.PodLabels)+len(r.Destination.PodLabels), n.ints)
 	for i := range attributes {
 		a := &attributes[i]
 		if a.aggregation && r.Aggregation == nil {
 			continue
 		}
-		a.enc(r, &e)
+		a.enc(r, e)
 	}
-	e.b.UnsafeIntoMap(lr.Attributes()) // replaces lr's previous attributes
+	e.finish(lr.Attributes())
 }
 
 // Bounds on what a record may carry, so one record from a faulty or hostile

@@ -2,6 +2,7 @@ package flowrecord
 
 import (
 	"reflect"
+	"sync"
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -43,13 +44,13 @@ func (c typeCounts) plus(d typeCounts) typeCounts {
 // allocate one for every value, about ninety for an aggregated record, which
 // made up a third of Encode's instructions. The encoder instead carves the
 // wrappers of a record out of two arrays allocated once a record (slabs),
-// with the same memory layout as pdata's wrappers, and points the values at
-// them. That needs pdata's layout, which is checked once at start (see
+// with the same memory layout as pdata's wrappers (shared with the records
+// encoded before and after it), and points the values at them. That needs pdata's layout, which is checked once at start (see
 // probeWrappers); when it is not what the encoder expects, it uses SetStr and
 // SetInt. The values are ordinary pdata values afterwards: readers, copies,
 // Set* and pdata's pools see wrappers of the right type (a Set* replaces a
 // value's wrapper, it never writes into the old one); a value moved elsewhere
-// keeps its record's slab alive, no more.
+// keeps its slab alive (a dozen records' wrappers), no more.
 type encoder struct {
 	b    xpdata.MapBuilder
 	strs []strWrapper
@@ -123,18 +124,38 @@ func set(v pcommon.Value, typ, w unsafe.Pointer) {
 	(*valueLayout)(unsafe.Pointer(&v)).orig.v = x
 }
 
-// grow makes room for strs more string values and ints more int values.
-func (e *encoder) grow(strs, ints int) {
+// The encoders keep what is left of the slabs of the records they wrote:
+// the next record takes its wrappers from them, so no slab is left mostly
+// unused (a record does not know how many of its attributes are zero, hence
+// omitted, until it is written). A slab holds the wrappers of a dozen
+// records or so.
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
+
+const slabStrs, slabInts = 1024, 512
+
+// newEncoder returns an encoder with room for attrs attributes, strs string
+// values and ints int values.
+func newEncoder(attrs, strs, ints int) *encoder {
+	e := encoders.Get().(*encoder)
+	e.b.EnsureCapacity(attrs)
 	if strWrapperType == nil {
-		return
+		return e
 	}
 	// A new slab, never a reallocation: values point into the old one.
 	if cap(e.strs)-len(e.strs) < strs {
-		e.strs = make([]strWrapper, 0, strs)
+		e.strs = make([]strWrapper, 0, max(strs, slabStrs))
 	}
 	if cap(e.ints)-len(e.ints) < ints {
-		e.ints = make([]int64, 0, ints)
+		e.ints = make([]int64, 0, max(ints, slabInts))
 	}
+	return e
+}
+
+// finish moves the attributes into m, replacing its previous ones, and
+// gives e back.
+func (e *encoder) finish(m pcommon.Map) {
+	e.b.UnsafeIntoMap(m)
+	encoders.Put(e)
 }
 
 // str sets v, fresh from a MapBuilder, to the string s.

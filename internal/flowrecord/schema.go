@@ -179,7 +179,7 @@ func labelsAttr(name string, slot int, get func(*Record) *map[string]string) Fie
 			var lb xpdata.MapBuilder // a Go map's keys are distinct
 			lb.EnsureCapacity(len(labels))
 			for k, v := range labels {
-				e.str(lb.AppendEmpty(k), v) // Encode made room for every label
+				e.str(lb.AppendEmpty(k), v) // Encode took room for every label
 			}
 			lb.UnsafeIntoMap(lm)
 		},
