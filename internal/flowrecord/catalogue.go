@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/xpdata"
 )
 
 // The field catalogue: every value of a flow record that crosses a wire, with
@@ -40,7 +39,7 @@ type Field struct {
 	ClickHouse []Column
 
 	value func(agg bool) Value
-	enc   func(r *Record, b *xpdata.MapBuilder)
+	enc   func(r *Record, e *encoder)
 	dec   func(r *Record, name string, v pcommon.Value, sp *spares) error
 }
 

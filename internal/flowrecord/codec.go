@@ -7,7 +7,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/xpdata"
 )
 
 // decoders maps an attribute name to its schema entry, for Decode.
@@ -40,17 +39,6 @@ func lookahead(next int, name string) *attribute {
 // The positions of the attributes Decode checks the presence of.
 var protocolIndex, transportIndex = decoders[AttrProtocol].index, decoders[AttrNetworkTransport].index
 
-// aggregationAttributes counts the attributes written only for aggregated records.
-var aggregationAttributes = func() int {
-	n := 0
-	for _, a := range attributes {
-		if a.aggregation {
-			n++
-		}
-	}
-	return n
-}()
-
 // Encode writes r into lr: EventName, Timestamp (flow end), ObservedTimestamp
 // (export time), TraceID (hash of the correlation key, when there is one) and
 // the attributes of the schema. lr's previous attributes are cleared.
@@ -66,21 +54,20 @@ func Encode(r *Record, lr plog.LogRecord) {
 	// The attributes are distinct by construction: a MapBuilder appends them
 	// in catalogue order without the duplicate-key scan of Map.Put*, which is
 	// quadratic in the number of attributes (~100 for an aggregated record).
-	n := len(attributes) // an upper bound: zero values are omitted
+	n := attributeCounts // upper bounds: zero values are omitted
 	if r.Aggregation == nil {
-		n -= aggregationAttributes
+		n = nonAggregationCounts
 	}
-	var b xpdata.MapBuilder
-	b.EnsureCapacity(n)
+	e := newEncoder(n.attrs, n.strs+len(r.Source.PodLabels)+len(r.Destination.PodLabels), n.ints)
 	for i := range attributes {
 		a := &attributes[i]
 		if a.aggregation && r.Aggregation == nil {
 			continue
 		}
-		a.enc(r, &b)
+		a.enc(r, e)
 	}
-	b.UnsafeIntoMap(lr.Attributes()) // replaces lr's previous attributes
-	clearBody(lr)                    // of a record that was compact
+	e.finish(lr.Attributes())
+	clearBody(lr) // of a record that was compact
 }
 
 // Bounds on what a record may carry, so one record from a faulty or hostile

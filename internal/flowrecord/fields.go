@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/xpdata"
 )
 
 // catalogue is the field catalogue, in the order attributes are written.
@@ -18,7 +17,7 @@ type attribute struct {
 	Name        string
 	aggregation bool // written only when Record.Aggregation is set
 	index       int  // position in attributes
-	enc         func(r *Record, b *xpdata.MapBuilder)
+	enc         func(r *Record, e *encoder)
 	dec         func(r *Record, name string, v pcommon.Value, sp *spares) error
 }
 
@@ -169,9 +168,7 @@ func buildCatalogue() []Field {
 			value: func(bool) Value {
 				return Value{Kind: KindString, String: func(r *Record) string { return ProtocolName(r.Protocol) }}
 			},
-			enc: func(r *Record, b *xpdata.MapBuilder) {
-				b.AppendEmpty(AttrNetworkTransport).SetStr(ProtocolName(r.Protocol))
-			},
+			enc: func(r *Record, e *encoder) { e.putStr(AttrNetworkTransport, ProtocolName(r.Protocol)) },
 			dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
 				s, err := wantStr(name, v)
 				if err != nil {
@@ -185,7 +182,7 @@ func buildCatalogue() []Field {
 		Field{Attribute: AttrNetworkType, AttrType: "string", Derived: true,
 			Doc:   "`ipv4` or `ipv6`, from the source address.",
 			value: func(bool) Value { return Value{Kind: KindString, String: networkType} },
-			enc:   func(r *Record, b *xpdata.MapBuilder) { b.AppendEmpty(AttrNetworkType).SetStr(networkType(r)) }},
+			enc:   func(r *Record, e *encoder) { e.putStr(AttrNetworkType, networkType(r)) }},
 		uintAttr(AttrProtocol, true, func(r *Record) *uint8 { return &r.Protocol }).
 			doc("IANA protocol number.").ie(iana("protocolIdentifier", 4, Unsigned8)).col(antreaCol("protocolIdentifier", UInt8, 10)),
 		timeAttr("flow.start", func(r *Record) *time.Time { return &r.Start }).

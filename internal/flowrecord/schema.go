@@ -27,9 +27,9 @@ func aggregation(r *Record) *Aggregation {
 func strAttr(name string, get func(*Record) *string) Field {
 	return Field{Attribute: name, AttrType: "string",
 		value: func(agg bool) Value { return Value{Kind: KindString, String: read(get, agg)} },
-		enc: func(r *Record, b *xpdata.MapBuilder) {
+		enc: func(r *Record, e *encoder) {
 			if v := *get(r); v != "" {
-				b.AppendEmpty(name).SetStr(v)
+				e.putStr(name, v)
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
@@ -42,9 +42,9 @@ func strAttr(name string, get func(*Record) *string) Field {
 func boolAttr(name string, get func(*Record) *bool) Field {
 	return Field{Attribute: name, AttrType: "bool",
 		value: func(agg bool) Value { return Value{Kind: KindBool, Bool: read(get, agg)} },
-		enc: func(r *Record, b *xpdata.MapBuilder) {
+		enc: func(r *Record, e *encoder) {
 			if *get(r) {
-				b.AppendEmpty(name).SetBool(true)
+				e.b.AppendEmpty(name).SetBool(true)
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
@@ -75,10 +75,10 @@ func uintAttr[T uint8 | uint16 | uint32 | uint64](name string, always bool, get 
 		value = func(agg bool) Value { return Value{Kind: KindUint64, Uint64: read(g, agg)} }
 	}
 	return Field{Attribute: name, AttrType: "int", value: value,
-		enc: func(r *Record, b *xpdata.MapBuilder) {
+		enc: func(r *Record, e *encoder) {
 			if v := *get(r); v != 0 || always {
 				// uint64 counters above 2^63-1 cannot be held by an int attribute; they saturate.
-				b.AppendEmpty(name).SetInt(int64(min(uint64(v), uint64(math.MaxInt64))))
+				e.putInt(name, int64(min(uint64(v), uint64(math.MaxInt64))))
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
@@ -101,9 +101,9 @@ func count(name string, get func(*Record) *uint64) Field { return uintAttr(name,
 func addrAttr(name string, get func(*Record) *netip.Addr) Field {
 	return Field{Attribute: name, AttrType: "string",
 		value: func(agg bool) Value { return Value{Kind: KindAddr, Addr: read(get, agg)} },
-		enc: func(r *Record, b *xpdata.MapBuilder) {
+		enc: func(r *Record, e *encoder) {
 			if a := *get(r); a.IsValid() {
-				b.AppendEmpty(name).SetStr(a.String())
+				e.putStr(name, addrString(a))
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
@@ -124,9 +124,9 @@ func addrAttr(name string, get func(*Record) *netip.Addr) Field {
 func timeAttr(name string, get func(*Record) *time.Time) Field {
 	return Field{Attribute: name, AttrType: "int",
 		value: func(agg bool) Value { return Value{Kind: KindTime, Time: read(get, agg)} },
-		enc: func(r *Record, b *xpdata.MapBuilder) {
+		enc: func(r *Record, e *encoder) {
 			if t := *get(r); !t.IsZero() {
-				b.AppendEmpty(name).SetInt(t.UnixNano())
+				e.putInt(name, t.UnixNano())
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
@@ -147,9 +147,9 @@ func enumAttr[T ~uint8](name string, names []string, get func(*Record) *T) Field
 		value: func(bool) Value {
 			return Value{Kind: KindEnum, Uint8: func(r *Record) uint8 { return uint8(*get(r)) }, Names: names}
 		},
-		enc: func(r *Record, b *xpdata.MapBuilder) {
+		enc: func(r *Record, e *encoder) {
 			if v := *get(r); v != 0 {
-				b.AppendEmpty(name).SetStr(enumString(names, v))
+				e.putStr(name, enumString(names, v))
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
@@ -170,16 +170,16 @@ func enumAttr[T ~uint8](name string, names []string, get func(*Record) *T) Field
 func labelsAttr(name string, slot int, get func(*Record) *map[string]string) Field {
 	return Field{Attribute: name, AttrType: "map<string,string>",
 		value: func(agg bool) Value { return Value{Kind: KindLabels, Labels: read(get, agg)} },
-		enc: func(r *Record, b *xpdata.MapBuilder) {
+		enc: func(r *Record, e *encoder) {
 			labels := *get(r)
 			if labels == nil {
 				return
 			}
-			lm := b.AppendEmpty(name).SetEmptyMap()
+			lm := e.b.AppendEmpty(name).SetEmptyMap()
 			var lb xpdata.MapBuilder // a Go map's keys are distinct
 			lb.EnsureCapacity(len(labels))
 			for k, v := range labels {
-				lb.AppendEmpty(k).SetStr(v)
+				e.str(lb.AppendEmpty(k), v) // Encode took room for every label
 			}
 			lb.UnsafeIntoMap(lm)
 		},
@@ -209,9 +209,9 @@ func labelsAttr(name string, slot int, get func(*Record) *map[string]string) Fie
 func ctLabelsAttr(name string) Field {
 	return Field{Attribute: name, AttrType: "string",
 		value: func(bool) Value { return Value{Kind: KindString, String: ctLabelsText} },
-		enc: func(r *Record, b *xpdata.MapBuilder) {
+		enc: func(r *Record, e *encoder) {
 			if r.Conntrack.Labels != ([16]byte{}) {
-				b.AppendEmpty(name).SetStr(ctLabelsText(r))
+				e.putStr(name, ctLabelsText(r))
 			}
 		},
 		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {

@@ -1,0 +1,183 @@
+package flowrecord
+
+import (
+	"reflect"
+	"sync"
+	"unsafe"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/xpdata"
+)
+
+// The attributes of each type, for sizing Encode's buffers: all of them, and
+// those written for a record without Aggregation.
+var attributeCounts, nonAggregationCounts = func() (all, plain typeCounts) {
+	for _, f := range catalogue {
+		if f.Attribute == "" {
+			continue
+		}
+		c := typeCounts{attrs: 1}
+		switch f.AttrType {
+		case "string":
+			c.strs = 1
+		case "int":
+			c.ints = 1
+		}
+		all = all.plus(c)
+		if !f.Aggregation {
+			plain = plain.plus(c)
+		}
+	}
+	return all, plain
+}()
+
+type typeCounts struct{ attrs, strs, ints int }
+
+func (c typeCounts) plus(d typeCounts) typeCounts {
+	return typeCounts{c.attrs + d.attrs, c.strs + d.strs, c.ints + d.ints}
+}
+
+// An encoder appends the attributes of one record.
+//
+// pdata holds a string or int attribute value behind a wrapper object of its
+// own (internal.AnyValue_StringValue, _IntValue): Value.SetStr and SetInt
+// allocate one for every value, about ninety for an aggregated record, which
+// made up a third of Encode's instructions. The encoder instead carves the
+// wrappers of a record out of two arrays allocated once a record (slabs),
+// with the same memory layout as pdata's wrappers (shared with the records
+// encoded before and after it), and points the values at them. That needs pdata's layout, which is checked once at start (see
+// probeWrappers); when it is not what the encoder expects, it uses SetStr and
+// SetInt. The values are ordinary pdata values afterwards: readers, copies,
+// Set* and pdata's pools see wrappers of the right type (a Set* replaces a
+// value's wrapper, it never writes into the old one); a value moved elsewhere
+// keeps its slab alive (a dozen records' wrappers), no more.
+type encoder struct {
+	b    xpdata.MapBuilder
+	strs []strWrapper
+	ints []int64 // the layout of pdata's int wrapper is one int64
+}
+
+// strWrapper has the layout of pdata's string wrapper.
+type strWrapper struct{ s string }
+
+// The layouts of pdata's internal.AnyValue and pcommon.Value (a pointer to
+// the AnyValue and one to the state).
+type (
+	anyValueLayout struct{ v any }
+	valueLayout    struct {
+		orig  *anyValueLayout
+		state unsafe.Pointer
+	}
+	ifaceLayout struct{ typ, data unsafe.Pointer }
+)
+
+// The type words of pdata's string and int wrappers (as pointers held by an
+// `any`); nil when the layout is not the expected one.
+var strWrapperType, intWrapperType = probeWrappers()
+
+// probeWrappers returns the type words of pdata's string and int wrappers,
+// after checking every assumption the encoder makes about pdata's layout;
+// nils if one does not hold.
+func probeWrappers() (strT, intT unsafe.Pointer) {
+	vt := reflect.TypeFor[pcommon.Value]()
+	if vt.Kind() != reflect.Struct || vt.NumField() != 2 || vt.Size() != unsafe.Sizeof(valueLayout{}) ||
+		vt.Field(0).Type.Kind() != reflect.Pointer || vt.Field(1).Type.Kind() != reflect.Pointer {
+		return nil, nil
+	}
+	at := vt.Field(0).Type.Elem() // internal.AnyValue
+	if at.Kind() != reflect.Struct || at.NumField() != 1 || at.Size() != unsafe.Sizeof(anyValueLayout{}) ||
+		at.Field(0).Type.Kind() != reflect.Interface {
+		return nil, nil
+	}
+	wrapper := func(v pcommon.Value, kind reflect.Kind, size uintptr) unsafe.Pointer {
+		w := (*valueLayout)(unsafe.Pointer(&v)).orig.v
+		t := reflect.TypeOf(w)
+		if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || t.Elem().NumField() != 1 ||
+			t.Elem().Field(0).Type.Kind() != kind || t.Elem().Size() != size {
+			return nil
+		}
+		return (*ifaceLayout)(unsafe.Pointer(&w)).typ
+	}
+	strT = wrapper(pcommon.NewValueStr("probe"), reflect.String, unsafe.Sizeof(strWrapper{}))
+	intT = wrapper(pcommon.NewValueInt(-7), reflect.Int64, unsafe.Sizeof(int64(0)))
+	if strT == nil || intT == nil {
+		return nil, nil
+	}
+	// What the encoder writes must read back through pdata's own API.
+	var b xpdata.MapBuilder
+	set(b.AppendEmpty("s"), strT, unsafe.Pointer(&strWrapper{s: "probe"}))
+	set(b.AppendEmpty("i"), intT, unsafe.Pointer(new(int64(-7))))
+	m := pcommon.NewMap()
+	b.UnsafeIntoMap(m)
+	s, _ := m.Get("s")
+	i, _ := m.Get("i")
+	if s.Type() != pcommon.ValueTypeStr || s.Str() != "probe" || i.Type() != pcommon.ValueTypeInt || i.Int() != -7 {
+		return nil, nil
+	}
+	return strT, intT
+}
+
+// set points v, fresh from a MapBuilder, at the wrapper w of type typ.
+func set(v pcommon.Value, typ, w unsafe.Pointer) {
+	var x any
+	*(*ifaceLayout)(unsafe.Pointer(&x)) = ifaceLayout{typ: typ, data: w}
+	(*valueLayout)(unsafe.Pointer(&v)).orig.v = x
+}
+
+// The encoders keep what is left of the slabs of the records they wrote:
+// the next record takes its wrappers from them, so no slab is left mostly
+// unused (a record does not know how many of its attributes are zero, hence
+// omitted, until it is written). A slab holds the wrappers of a dozen
+// records or so.
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
+
+const slabStrs, slabInts = 1024, 512
+
+// newEncoder returns an encoder with room for attrs attributes, strs string
+// values and ints int values.
+func newEncoder(attrs, strs, ints int) *encoder {
+	e := encoders.Get().(*encoder)
+	e.b.EnsureCapacity(attrs)
+	if strWrapperType == nil {
+		return e
+	}
+	// A new slab, never a reallocation: values point into the old one.
+	if cap(e.strs)-len(e.strs) < strs {
+		e.strs = make([]strWrapper, 0, max(strs, slabStrs))
+	}
+	if cap(e.ints)-len(e.ints) < ints {
+		e.ints = make([]int64, 0, max(ints, slabInts))
+	}
+	return e
+}
+
+// finish moves the attributes into m, replacing its previous ones, and
+// gives e back.
+func (e *encoder) finish(m pcommon.Map) {
+	e.b.UnsafeIntoMap(m)
+	encoders.Put(e)
+}
+
+// str sets v, fresh from a MapBuilder, to the string s.
+func (e *encoder) str(v pcommon.Value, s string) {
+	if strWrapperType == nil || len(e.strs) == cap(e.strs) {
+		v.SetStr(s)
+		return
+	}
+	e.strs = append(e.strs, strWrapper{s: s})
+	set(v, strWrapperType, unsafe.Pointer(&e.strs[len(e.strs)-1]))
+}
+
+// int sets v, fresh from a MapBuilder, to the integer i.
+func (e *encoder) int(v pcommon.Value, i int64) {
+	if intWrapperType == nil || len(e.ints) == cap(e.ints) {
+		v.SetInt(i)
+		return
+	}
+	e.ints = append(e.ints, i)
+	set(v, intWrapperType, unsafe.Pointer(&e.ints[len(e.ints)-1]))
+}
+
+// putStr and putInt append an attribute.
+func (e *encoder) putStr(name, s string)       { e.str(e.b.AppendEmpty(name), s) }
+func (e *encoder) putInt(name string, i int64) { e.int(e.b.AppendEmpty(name), i) }
