@@ -414,17 +414,6 @@ exporters:
 		queue, strings.Join(gateways, ", "), tapExp, extensions, exporters)
 }
 
-// loadBalancing is the node collectors' exporter: both halves of a connection
-// carry the same flow.key, so routing on it sends them to the same gateway.
-func loadBalancing(gateways []string) string {
-	return fmt.Sprintf(`  load_balancing:
-    routing_key: attributes
-    routing_attributes: [flow.key]
-    protocol: {otlp: {tls: {insecure: true}}}
-    resolver: {static: {hostnames: [%s]}}
-`, strings.Join(gateways, ", "))
-}
-
 // endpoints resolves a case's From/To into a namespace and a destination.
 func (b *bed) endpoints(c Case) (ns string, client netip.Addr, to netip.AddrPort) {
 	pick := func(v4, v6 netip.Addr) netip.Addr {

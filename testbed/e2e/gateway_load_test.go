@@ -39,20 +39,20 @@ import (
 // peak RSS of the gateways and their CPU. Records in == records out is checked
 // with flowtel's own counters as the witness. Run: make load.
 //
-// Each shape runs once per encoding of the Node → gateway hop (k8s_flow's
-// encoding: the attribute form, and the compact one the shipped node
-// configuration sets, decision D13), one after the other, so a before/after
-// comparison is one interleaved run (-count 2: a, c, a, c).
+// The shapes differ in the Node → gateway hop (k8s_flow's encoding: the
+// attribute form or the compact one, decision D13; and the load_balancing
+// exporter's compression) and in the compression of the gateway's OTLP
+// exporter to the sink (a user's choice; gzip is the exporter's default). One
+// run goes through them in order, so a before/after comparison is one
+// interleaved run (-count 2). The shipped node configuration is compact + zstd.
 func BenchmarkGateway(b *testing.B) {
 	const conns = 200_000
-	for _, replicas := range []int{1, 3} {
-		for _, hop := range hopEncodings {
-			b.Run(fmt.Sprintf("replicas=%d/conns=%d/encoding=%s", replicas, conns, hop.name), func(b *testing.B) {
-				for range b.N {
-					benchmarkGateway(b, replicas, conns, hop.encode)
-				}
-			})
-		}
+	for _, sh := range loadShapes {
+		b.Run(fmt.Sprintf("replicas=%d/conns=%d/encoding=%s/hop=%s/sink=%s", sh.replicas, conns, sh.hop.name, sh.hopCompression, sh.sinkCompression), func(b *testing.B) {
+			for range b.N {
+				benchmarkGateway(b, sh, conns)
+			}
+		})
 	}
 }
 
@@ -62,10 +62,36 @@ var hopEncodings = []struct {
 	encode func(*flowrecord.Record, plog.LogRecord)
 }{{"attributes", flowrecord.Encode}, {"compact", flowrecord.EncodeCompact}}
 
+// A loadShape is one configuration of the load run.
+type loadShape struct {
+	replicas int
+	hop      struct {
+		name   string
+		encode func(*flowrecord.Record, plog.LogRecord)
+	}
+	hopCompression, sinkCompression string
+}
+
+var loadShapes = func() []loadShape {
+	attrs, compact := hopEncodings[0], hopEncodings[1]
+	var out []loadShape
+	for _, replicas := range []int{1, 3} {
+		out = append(out,
+			loadShape{replicas, attrs, "gzip", "gzip"},   // before D13
+			loadShape{replicas, compact, "gzip", "gzip"}, // D13
+			loadShape{replicas, compact, "zstd", "gzip"}) // as shipped
+		if replicas == 1 {
+			out = append(out, loadShape{replicas, compact, "zstd", "zstd"}) // a sink that takes zstd
+		}
+	}
+	return out
+}()
+
 // loadBatch is the number of records per OTLP request the generator sends.
 const loadBatch = 1000
 
-func benchmarkGateway(b *testing.B, replicas, conns int, encode func(*flowrecord.Record, plog.LogRecord)) {
+func benchmarkGateway(b *testing.B, sh loadShape, conns int) {
+	replicas := sh.replicas
 	b.StopTimer()
 	gatewayBin, err := collector.Binary(repoRoot, "flowtel-gateway")
 	require.NoError(b, err)
@@ -84,15 +110,15 @@ func benchmarkGateway(b *testing.B, replicas, conns int, encode func(*flowrecord
 	for i := range replicas {
 		port := freePort(b)
 		g, _ := startCollector(b, ctx, collector.Options{Name: fmt.Sprintf("gateway-%d", i), Binary: gatewayBin, Dir: dir,
-			Configs: []string{distributions.Config(distributions.Gateway)}, Config: loadGatewayOverlay(port, sink)})
+			Configs: []string{distributions.Config(distributions.Gateway)}, Config: loadGatewayOverlay(port, sink, sh.sinkCompression)})
 		gateways = append(gateways, g)
 		endpoints = append(endpoints, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	frontPort := freePort(b)
 	front, _ := startCollector(b, ctx, collector.Options{Name: "front", Binary: frontBin, Dir: dir,
-		Config: loadFrontConfig(frontPort, endpoints)})
+		Config: loadFrontConfig(frontPort, endpoints, sh.hopCompression)})
 
-	requests := loadRequests(conns, encode)
+	requests := loadRequests(conns, sh.hop.encode)
 	cc, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", frontPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(b, err)
 	defer cc.Close()
@@ -166,7 +192,7 @@ func benchmarkGateway(b *testing.B, replicas, conns int, encode func(*flowrecord
 
 // loadGatewayOverlay is what the shipped gateway configuration needs for the
 // load run: plaintext OTLP on loopback, no Kubernetes index, the OTLP sink.
-func loadGatewayOverlay(otlpPort int, sink string) string {
+func loadGatewayOverlay(otlpPort int, sink, compression string) string {
 	return fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
@@ -175,16 +201,16 @@ receivers:
 processors:
   flow_correlation: {kubernetes: {enabled: false}}
 exporters:
-  otlp: {endpoint: %q, tls: {insecure: true}}
+  otlp: {endpoint: %q, compression: %s, tls: {insecure: true}}
 service:
   pipelines:
     logs: {exporters: [otlp, signal_to_metrics]}
-`+telemetry, otlpPort, sink)
+`+telemetry, otlpPort, sink, compression)
 }
 
 // loadFrontConfig is the node collectors' exporting half: load_balancing on
 // flow.key in front of the gateways.
-func loadFrontConfig(otlpPort int, gateways []string) string {
+func loadFrontConfig(otlpPort int, gateways []string, compression string) string {
 	return fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
@@ -195,7 +221,7 @@ exporters:
   extensions: [health_check]
   pipelines:
     logs: {receivers: [otlp], exporters: [load_balancing]}
-`+telemetry, otlpPort, loadBalancing(gateways))
+`+telemetry, otlpPort, loadBalancing(gateways, compression))
 }
 
 // countingConsumer counts the records it gets and decodes every 100th to
@@ -397,4 +423,15 @@ func histogram(b *testing.B, ps []*collector.Process, prefix string) (p50, p99, 
 		return math.Inf(1)
 	}
 	return quantile(0.5), quantile(0.99), sum / count
+}
+
+// loadBalancing is the node collectors' exporter: both halves of a connection
+// carry the same flow.key, so routing on it sends them to the same gateway.
+func loadBalancing(gateways []string, compression string) string {
+	return fmt.Sprintf(`  load_balancing:
+    routing_key: attributes
+    routing_attributes: [flow.key]
+    protocol: {otlp: {compression: %s, tls: {insecure: true}}}
+    resolver: {static: {hostnames: [%s]}}
+`, compression, strings.Join(gateways, ", "))
 }
