@@ -121,7 +121,7 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 {{- $_ := set $fsTLS "key_file" "/etc/flowtel/tls/tls.key" -}}
 {{- $_ := set $fsTLS "reload_interval" "1m" -}}
 {{- end }}
-{{- $_ := set $exporters "otlp/flowstream" (dict "endpoint" (printf "%s:4317" (include "flowtel.flowstream.fullname" .)) "tls" $fsTLS) -}}
+{{- $_ := set $exporters "otlp/flowstream" (dict "endpoint" (printf "%s:4317" (include "flowtel.flowstream.fullname" .)) "compression" "zstd" "tls" $fsTLS) -}}
 {{- $names = append $names "otlp/flowstream" -}}
 {{- end }}
 {{- if or $s.debug.enabled (empty $names) }}
