@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/metadata"
+	_ "github.com/flowtel/flowtel/internal/grpcgzip" // gRPC's gzip at half the CPU (D14)
 )
 
 // Defaults sized for ClickHouse, which wants few, large inserts: a batch is

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
+	_ "github.com/flowtel/flowtel/internal/grpcgzip" // gRPC's gzip at half the CPU (D14)
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/metadata"
+	_ "github.com/flowtel/flowtel/internal/grpcgzip" // gRPC's gzip at half the CPU (D14)
 )
 
 // NewFactory returns the factory of the ipfix exporter.
