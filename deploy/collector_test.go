@@ -36,6 +36,7 @@ type collector struct {
 	mounts    []corev1.VolumeMount
 	volumes   []corev1.Volume
 	pod       *corev1.PodTemplateSpec // nil for Operator CRs (the Operator makes the Pod)
+	resources corev1.ResourceRequirements
 }
 
 // distribution tells the distribution from the image name.
@@ -115,7 +116,7 @@ func workloadCollectors(t testing.TB, source string, objs []*unstructured.Unstru
 		out = append(out, collector{
 			source: what, dist: dist, namespace: o.GetNamespace(),
 			config: configFromConfigMap(t, what, objs, o.GetNamespace(), c, tmpl.Spec.Volumes),
-			env:    env, mounts: c.VolumeMounts, volumes: tmpl.Spec.Volumes, pod: tmpl,
+			env:    env, mounts: c.VolumeMounts, volumes: tmpl.Spec.Volumes, pod: tmpl, resources: c.Resources,
 		})
 	}
 	return out
@@ -224,11 +225,12 @@ func operatorCollector(t testing.TB, source string, o *unstructured.Unstructured
 	t.Helper()
 	what := fmt.Sprintf("%s: %s %s/%s", source, o.GetKind(), o.GetNamespace(), o.GetName())
 	var spec struct {
-		Image        string               `json:"image"`
-		Env          []corev1.EnvVar      `json:"env"`
-		Volumes      []corev1.Volume      `json:"volumes"`
-		VolumeMounts []corev1.VolumeMount `json:"volumeMounts"`
-		Config       map[string]any       `json:"config"`
+		Image        string                      `json:"image"`
+		Env          []corev1.EnvVar             `json:"env"`
+		Volumes      []corev1.Volume             `json:"volumes"`
+		VolumeMounts []corev1.VolumeMount        `json:"volumeMounts"`
+		Resources    corev1.ResourceRequirements `json:"resources"`
+		Config       map[string]any              `json:"config"`
 	}
 	specMap, _, _ := unstructured.NestedMap(o.Object, "spec")
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(specMap, &spec); err != nil {
@@ -247,7 +249,7 @@ func operatorCollector(t testing.TB, source string, o *unstructured.Unstructured
 	if err != nil {
 		t.Fatal(err)
 	}
-	return collector{source: what, dist: dist, namespace: o.GetNamespace(), config: cfg, env: env, mounts: spec.VolumeMounts, volumes: spec.Volumes}
+	return collector{source: what, dist: dist, namespace: o.GetNamespace(), config: cfg, env: env, mounts: spec.VolumeMounts, volumes: spec.Volumes, resources: spec.Resources}
 }
 
 var envRef = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}`)

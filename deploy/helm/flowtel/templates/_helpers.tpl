@@ -130,3 +130,27 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 {{- $_ := set $cfg.service.pipelines.logs "exporters" (append $names "signal_to_metrics") -}}
 {{- toYaml (mustMergeOverwrite $cfg (deepCopy .Values.gateway.config)) }}
 {{- end }}
+
+{{/*
+The GOMEMLIMIT env entry of a collector container: the Go runtime's soft memory
+limit at 80 % of the container's resources.limits.memory (docs/deploy.md, "Memory
+and GC"), in KiB; nothing when the container has no memory limit. Takes
+(dict "resources" <the container's resources> "what" <its values path>).
+*/}}
+{{- define "flowtel.goMemLimitEnv" -}}
+{{- $q := "" -}}
+{{- with .resources }}{{ with .limits }}{{ with .memory }}
+{{- if kindIs "string" . }}{{ $q = . }}{{ else }}{{ $q = int64 . | toString }}{{ end }}
+{{- end }}{{ end }}{{ end -}}
+{{- if $q -}}
+{{- if not (regexMatch "^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$" $q) -}}
+{{- fail (printf "%s.resources.limits.memory: %q is not a quantity the chart can read (GOMEMLIMIT is 80 %% of it); write a whole number of bytes, or of Ki, Mi, Gi, Ti, k, M, G or T" .what $q) -}}
+{{- end -}}
+{{- $unit := regexReplaceAll "^[0-9]+" $q "" -}}
+{{- $bytesPer := dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 -}}
+{{- $bytes := mul (regexReplaceAll "[^0-9]" $q "" | int64) (get $bytesPer $unit) -}}
+# The Go runtime's soft memory limit: 80 % of {{ .what }}.resources.limits.memory.
+- name: GOMEMLIMIT
+  value: {{ printf "%dKiB" (div (mul $bytes 4) 5120) | quote }}
+{{- end -}}
+{{- end -}}

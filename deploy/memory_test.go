@@ -1,0 +1,122 @@
+//go:build integration
+
+package deploy_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// goMemLimitShare is the Go runtime's soft memory limit (GOMEMLIMIT) as a
+// share of a collector container's memory limit (docs/deploy.md, "Memory
+// and GC").
+const goMemLimitShare = 0.80
+
+// Every collector container of every deployment path sets GOMEMLIMIT to 80 %
+// of its memory limit (the default GOGC alone lets the heap grow to twice
+// what is live, past the limit, and the container is killed before the
+// memory_limiter's forced GCs help), and the memory_limiter, where there is
+// one, refuses data at a soft limit below GOMEMLIMIT and has its hard limit
+// at or above it: the GC works harder before data is refused, and refusing
+// starts before the GC spends the CPU on a heap it cannot shrink.
+func TestGoMemLimit(t *testing.T) {
+	var all []collector
+	for _, r := range append(kustomizeVariants(t), helmVariants(t)...) {
+		all = append(all, workloadCollectors(t, r.name, r.objs)...)
+	}
+	all = append(all, workloadCollectors(t, "kustomize examples/flow-stream", objects(t, kustomize(t, "examples/flow-stream")))...)
+	custom := "helm gateway 3Gi, node 1G, flow stream 768Mi"
+	all = append(all, workloadCollectors(t, custom, objects(t, run(t, nil, helm(t), "template", "flowtel", chartDir(), "--namespace", "flowtel",
+		"--set", "flowStream.enabled=true", "--set", "gateway.resources.limits.memory=3Gi", "--set", "node.resources.limits.memory=1G",
+		"--set", "flowStream.resources.limits.memory=768Mi")))...)
+	nodeCR, gwCR := operatorCRs(t)
+	all = append(all, operatorCollector(t, "operator", nodeCR), operatorCollector(t, "operator", gwCR))
+
+	seen := map[string]bool{}
+	for _, c := range all {
+		limit, ok := c.resources.Limits["memory"]
+		if !ok {
+			t.Errorf("%s: no memory limit", c.source)
+			continue
+		}
+		got, err := parseGoMemLimit(c.env["GOMEMLIMIT"])
+		if err != nil {
+			t.Errorf("%s: GOMEMLIMIT: %v", c.source, err)
+			continue
+		}
+		seen[strings.TrimSuffix(strings.Fields(c.source)[0], ":")] = true
+		want := goMemLimitShare * float64(limit.Value())
+		if float64(got) > want || float64(got) < want-(1<<20) {
+			t.Errorf("%s: GOMEMLIMIT %s is not 80 %% of limits.memory %s (%.0f bytes)", c.source, c.env["GOMEMLIMIT"], limit.String(), want)
+		}
+		if soft, hard, ok := memoryLimiter(t, c); ok && !(soft < goMemLimitShare && goMemLimitShare <= hard) {
+			t.Errorf("%s: memory_limiter soft %.0f %% / hard %.0f %% of the limit: want soft < %.0f %% (GOMEMLIMIT) <= hard", c.source, 100*soft, 100*hard, 100*goMemLimitShare)
+		}
+	}
+	for _, path := range []string{"kustomize", "helm", "operator"} {
+		if !seen[path] {
+			t.Errorf("no %s collector checked", path)
+		}
+	}
+	if custom := customLimits(all, custom); custom != 3 {
+		t.Errorf("the custom Helm limits: %d collectors checked, want 3", custom)
+	}
+}
+
+func customLimits(all []collector, source string) (n int) {
+	for _, c := range all {
+		if strings.HasPrefix(c.source, source) {
+			n++
+		}
+	}
+	return n
+}
+
+// parseGoMemLimit reads a GOMEMLIMIT value as the Go runtime does: a number
+// of bytes with an optional B, KiB, MiB, GiB or TiB suffix.
+func parseGoMemLimit(s string) (int64, error) {
+	if s == "" {
+		return 0, fmt.Errorf("not set")
+	}
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size the Go runtime reads", s)
+	}
+	return n * mult, nil
+}
+
+// memoryLimiter returns the memory_limiter's soft and hard limits as shares
+// of the container's memory, when the configuration has one.
+func memoryLimiter(t *testing.T, c collector) (soft, hard float64, ok bool) {
+	var cfg struct {
+		Processors map[string]struct {
+			Limit int `yaml:"limit_percentage"`
+			Spike int `yaml:"spike_limit_percentage"`
+		} `yaml:"processors"`
+	}
+	if err := yaml.Unmarshal(c.config, &cfg); err != nil {
+		t.Fatalf("%s: %v", c.source, err)
+	}
+	ml, ok := cfg.Processors["memory_limiter"]
+	if !ok {
+		return 0, 0, false
+	}
+	if ml.Limit == 0 {
+		t.Errorf("%s: memory_limiter without limit_percentage", c.source)
+	}
+	return float64(ml.Limit-ml.Spike) / 100, float64(ml.Limit) / 100, true
+}
