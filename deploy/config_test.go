@@ -163,6 +163,7 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"sinks.clickhouse.endpoint=http://ch:8123", "/sinks/clickhouse/endpoint"},
 		{"gateway.replicas=0", "/gateway/replicas"},
 		{"sinks.kafka.enabled=true", "kafka"},
+		{"gateway.resources.limits.memory=2.5Gi", "gateway.resources.limits.memory"}, // GOMEMLIMIT is computed from it
 	} {
 		out, err := runErr(nil, helm(t), "template", "x", chartDir(), "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
