@@ -28,14 +28,29 @@ func BenchmarkEncodeFullRecord(b *testing.B) {
 	loop(b, func() { Encode(r, lr) })
 }
 
-func BenchmarkDecodeFullRecord(b *testing.B) {
+func BenchmarkDecodeFullRecord(b *testing.B) { benchDecode(b, fullRecord()) }
+
+// benchDecode measures decoding the attribute form of in with the function
+// Decode and with a Decoder reused across records (the exporters' path).
+func benchDecode(b *testing.B, in *Record) {
 	lr := plog.NewLogRecord()
-	Encode(fullRecord(), lr)
-	var r Record
-	loop(b, func() {
-		if err := Decode(lr, &r); err != nil {
-			b.Fatal(err)
-		}
+	Encode(in, lr)
+	b.Run("Decode", func(b *testing.B) {
+		var r Record
+		loop(b, func() {
+			if err := Decode(lr, &r); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("Decoder", func(b *testing.B) {
+		var d Decoder
+		var r Record
+		loop(b, func() {
+			if err := d.Decode(lr, &r); err != nil {
+				b.Fatal(err)
+			}
+		})
 	})
 }
 
@@ -64,13 +79,4 @@ func BenchmarkEncodeNodeRecord(b *testing.B) {
 	loop(b, func() { Encode(r, lr) })
 }
 
-func BenchmarkDecodeNodeRecord(b *testing.B) {
-	lr := plog.NewLogRecord()
-	Encode(nodeRecord(), lr)
-	var r Record
-	loop(b, func() {
-		if err := Decode(lr, &r); err != nil {
-			b.Fatal(err)
-		}
-	})
-}
+func BenchmarkDecodeNodeRecord(b *testing.B) { benchDecode(b, nodeRecord()) }
