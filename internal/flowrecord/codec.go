@@ -88,11 +88,12 @@ const (
 // bytes) is read from its Body, with errors naming the field.
 func Decode(lr plog.LogRecord, r *Record) error { return decode(lr, r, nil) }
 
-// A Decoder decodes as Decode does, and reuses the label maps of the Record
-// it decodes into for the next record decoded into it: a record's PodLabels
-// are only valid until the next Decode. It is for callers that are done with
-// a record before they decode the next (the exporters); the zero value is
-// ready; it is not safe for concurrent use.
+// A Decoder decodes as Decode does, and reuses the label maps and the
+// Aggregation of the Record it decodes into for the next record decoded into
+// it: a record's PodLabels and Aggregation are only valid until the next
+// Decode on that Decoder (which takes over the ones r holds). It is for
+// callers that are done with a record before they decode the next (the
+// exporters); the zero value is ready; it is not safe for concurrent use.
 type Decoder struct{ spares spares }
 
 // Decode reads a flow record from lr into r, as the function Decode does.
@@ -103,12 +104,18 @@ func (d *Decoder) Decode(lr plog.LogRecord, r *Record) error {
 	if m := r.Destination.PodLabels; m != nil {
 		d.spares.labels[1] = m
 	}
+	if a := r.Aggregation; a != nil {
+		d.spares.aggregation = a
+	}
 	return decode(lr, r, &d.spares)
 }
 
-// spares are the label maps (source, destination) of the record a Decoder
-// decoded last.
-type spares struct{ labels [2]map[string]string }
+// spares are the label maps (source, destination) and the Aggregation of
+// the records a Decoder decoded.
+type spares struct {
+	labels      [2]map[string]string
+	aggregation *Aggregation // kept while records without one are decoded
+}
 
 // take returns an empty map for the labels of slot: the spare one when there
 // is one, else a new one of size n.
@@ -133,7 +140,15 @@ func decode(lr plog.LogRecord, r *Record, s *spares) error {
 	}
 	r.End = fromTimestamp(lr.Timestamp())
 	r.Observed = fromTimestamp(lr.ObservedTimestamp())
-	var sawProtocol, sawTransport bool
+	if s != nil && s.aggregation != nil {
+		// The aggregation fields' accessors fill r.Aggregation (creating it
+		// when nil): lend them the spare, taken back below when the record
+		// has none.
+		*s.aggregation = Aggregation{}
+		r.Aggregation = s.aggregation
+	}
+	var sawProtocol, sawTransport, sawAggregation bool
+	var err error
 	next := 0 // Encode writes attributes in schema order: look a few ahead of the last one before the map.
 	for name, v := range lr.Attributes().All() {
 		a := lookahead(next, name)
@@ -146,9 +161,10 @@ func decode(lr plog.LogRecord, r *Record, s *spares) error {
 		if a.dec == nil {
 			continue // derived, written for readers only
 		}
-		if err := a.dec(r, name, v, s); err != nil {
-			return err
+		if err = a.dec(r, name, v, s); err != nil {
+			break
 		}
+		sawAggregation = sawAggregation || a.aggregation
 		switch a.index {
 		case protocolIndex:
 			sawProtocol = true
@@ -156,7 +172,12 @@ func decode(lr plog.LogRecord, r *Record, s *spares) error {
 			sawTransport = true
 		}
 	}
+	if !sawAggregation {
+		r.Aggregation = nil
+	}
 	switch {
+	case err != nil:
+		return err
 	case !r.Source.Address.IsValid():
 		return missing(AttrSourceAddress)
 	case !r.Destination.Address.IsValid():
