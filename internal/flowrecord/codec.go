@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -29,7 +30,9 @@ const lookaheadWindow = 8
 // next on, nil when there is none.
 func lookahead(next int, name string) *attribute {
 	for i := next; i < len(attributes) && i < next+lookaheadWindow; i++ {
-		if attributes[i].Name == name {
+		// Encode writes the schema's own name strings: when the name is the
+		// same string, no need to compare its bytes (a call).
+		if n := attributes[i].Name; len(n) == len(name) && (unsafe.StringData(n) == unsafe.StringData(name) || n == name) {
 			return &attributes[i]
 		}
 	}
@@ -147,32 +150,22 @@ func decode(lr plog.LogRecord, r *Record, s *spares) error {
 		*s.aggregation = Aggregation{}
 		r.Aggregation = s.aggregation
 	}
-	var sawProtocol, sawTransport, sawAggregation bool
+	attrs := lr.Attributes()
+	d := attrDecoder{r: r, s: s}
 	var err error
-	next := 0 // Encode writes attributes in schema order: look a few ahead of the last one before the map.
-	for name, v := range lr.Attributes().All() {
-		a := lookahead(next, name)
-		if a == nil {
-			if a = decoders[name]; a == nil {
-				continue
+	if readFast { // pdataread.go
+		kvs := entries(attrs)
+		for i := 0; i < len(kvs) && err == nil; i++ {
+			err = d.attr(kvs[i].key, valueAt(&kvs[i], attrs))
+		}
+	} else {
+		for name, v := range attrs.All() {
+			if err = d.attr(name, v); err != nil {
+				break
 			}
 		}
-		next = a.index + 1
-		if a.dec == nil {
-			continue // derived, written for readers only
-		}
-		if err = a.dec(r, name, v, s); err != nil {
-			break
-		}
-		sawAggregation = sawAggregation || a.aggregation
-		switch a.index {
-		case protocolIndex:
-			sawProtocol = true
-		case transportIndex:
-			sawTransport = true
-		}
 	}
-	if !sawAggregation {
+	if !d.sawAggregation {
 		r.Aggregation = nil
 	}
 	switch {
@@ -182,13 +175,52 @@ func decode(lr plog.LogRecord, r *Record, s *spares) error {
 		return missing(AttrSourceAddress)
 	case !r.Destination.Address.IsValid():
 		return missing(AttrDestinationAddress)
-	case !sawProtocol && sawTransport && r.Protocol == 0:
+	case !d.sawProtocol && d.sawTransport && r.Protocol == 0:
 		// Only a name ProtocolNumber knows stands in for the number;
 		// "unknown" (or a name we do not know) would read as protocol 0.
 		v, _ := lr.Attributes().Get(AttrNetworkTransport)
 		return fmt.Errorf("attribute %q: %q names no protocol number, and %q is absent", AttrNetworkTransport, v.Str(), AttrProtocol)
-	case !sawProtocol && !sawTransport:
+	case !d.sawProtocol && !d.sawTransport:
 		return missing(AttrProtocol)
+	}
+	return nil
+}
+
+// An attrDecoder decodes the attributes of one record into r.
+type attrDecoder struct {
+	r                                         *Record
+	s                                         *spares
+	next                                      int // Encode writes attributes in schema order: look a few ahead of the last one before the map.
+	sawProtocol, sawTransport, sawAggregation bool
+}
+
+// attr decodes the attribute name.
+func (d *attrDecoder) attr(name string, v pcommon.Value) error {
+	a := lookahead(d.next, name)
+	if a == nil {
+		if a = decoders[name]; a == nil {
+			return nil
+		}
+	}
+	d.next = a.index + 1
+	if a.dec == nil {
+		return nil // derived, written for readers only
+	}
+	var err error
+	if a.store.kind != storeFunc {
+		err = a.store.put(d.r, name, v) // store.go
+	} else {
+		err = a.dec(d.r, name, v, d.s)
+	}
+	if err != nil {
+		return err
+	}
+	d.sawAggregation = d.sawAggregation || a.aggregation
+	switch a.index {
+	case protocolIndex:
+		d.sawProtocol = true
+	case transportIndex:
+		d.sawTransport = true
 	}
 	return nil
 }
