@@ -114,10 +114,11 @@ func (d *Decoder) Decode(lr plog.LogRecord, r *Record) error {
 }
 
 // spares are the label maps (source, destination) and the Aggregation of
-// the records a Decoder decoded.
+// the records a Decoder decoded, and the addresses it parsed.
 type spares struct {
 	labels      [2]map[string]string
 	aggregation *Aggregation // kept while records without one are decoded
+	addrs       addrCache
 }
 
 // take returns an empty map for the labels of slot: the spare one when there
@@ -156,7 +157,15 @@ func decode(lr plog.LogRecord, r *Record, s *spares) error {
 	if readFast { // pdataread.go
 		kvs := entries(attrs)
 		for i := 0; i < len(kvs) && err == nil; i++ {
-			err = d.attr(kvs[i].key, valueAt(&kvs[i], attrs))
+			kv := &kvs[i]
+			a := d.find(kv.key)
+			switch {
+			case a == nil:
+			case a.store.kind != storeFunc && a.store.quick(a.store.at(r), kv.value.wrapper(), s): // store.go
+				d.decoded(a)
+			default:
+				err = d.decode(a, kv.key, valueAt(kv, attrs))
+			}
 		}
 	} else {
 		for name, v := range attrs.All() {
@@ -196,6 +205,14 @@ type attrDecoder struct {
 
 // attr decodes the attribute name.
 func (d *attrDecoder) attr(name string, v pcommon.Value) error {
+	if a := d.find(name); a != nil {
+		return d.decode(a, name, v)
+	}
+	return nil
+}
+
+// find is the attribute called name, nil when it is unknown or derived.
+func (d *attrDecoder) find(name string) *attribute {
 	a := lookahead(d.next, name)
 	if a == nil {
 		if a = decoders[name]; a == nil {
@@ -206,15 +223,26 @@ func (d *attrDecoder) attr(name string, v pcommon.Value) error {
 	if a.dec == nil {
 		return nil // derived, written for readers only
 	}
+	return a
+}
+
+// decode decodes the attribute a, called name, of value v.
+func (d *attrDecoder) decode(a *attribute, name string, v pcommon.Value) error {
 	var err error
 	if a.store.kind != storeFunc {
-		err = a.store.put(d.r, name, v) // store.go
+		err = a.store.put(a.store.at(d.r), name, v, d.s) // store.go
 	} else {
 		err = a.dec(d.r, name, v, d.s)
 	}
 	if err != nil {
 		return err
 	}
+	d.decoded(a)
+	return nil
+}
+
+// decoded notes that a was decoded.
+func (d *attrDecoder) decoded(a *attribute) {
 	d.sawAggregation = d.sawAggregation || a.aggregation
 	switch a.index {
 	case protocolIndex:
@@ -222,7 +250,6 @@ func (d *attrDecoder) attr(name string, v pcommon.Value) error {
 	case transportIndex:
 		d.sawTransport = true
 	}
-	return nil
 }
 
 // ErrMissingAttribute is wrapped by Decode's error for a record without a required attribute.

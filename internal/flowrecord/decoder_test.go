@@ -128,3 +128,23 @@ func TestDecoderReusesAggregation(t *testing.T) {
 	Encode(fullRecord(), lr)
 	assert.Zero(t, testing.AllocsPerRun(20, func() { _ = d.Decode(lr, &r) }), "a Decoder allocates for a full record")
 }
+
+// An addrCache parses as netip.ParseAddr, whatever texts share its slots.
+func TestAddrCache(t *testing.T) {
+	var c addrCache
+	rng := rand.New(rand.NewPCG(5, 5))
+	texts := []string{"", "x", "10.0.0.1.", "fd00::1%", "10.0.0.1", "fd00::1%eth0", "::ffff:10.0.0.1"}
+	for range 4 * addrCacheSlots {
+		texts = append(texts, randomAddr(rng).String())
+	}
+	for range 3 {
+		for _, s := range texts {
+			for _, s := range []string{s, string([]byte(s))} { // the same text elsewhere
+				want, err := netip.ParseAddr(s)
+				got, ok := c.parse(s)
+				assert.Equal(t, err == nil, ok, s)
+				assert.Equal(t, want, got, s)
+			}
+		}
+	}
+}

@@ -164,9 +164,10 @@ func valueAt(kv *keyValueLayout, m pcommon.Map) pcommon.Value {
 }
 
 // wrapperOf is the type word and the data word of v's wrapper.
-func wrapperOf(v pcommon.Value) ifaceLayout {
-	return *(*ifaceLayout)(unsafe.Pointer(&(*valueLayout)(unsafe.Pointer(&v)).orig.v))
-}
+func wrapperOf(v pcommon.Value) ifaceLayout { return (*valueLayout)(unsafe.Pointer(&v)).orig.wrapper() }
+
+// wrapper is the type word and the data word of a's wrapper.
+func (a *anyValueLayout) wrapper() ifaceLayout { return *(*ifaceLayout)(unsafe.Pointer(&a.v)) }
 
 // strOf is v's string, and whether v is one.
 func strOf(v pcommon.Value) (string, bool) {

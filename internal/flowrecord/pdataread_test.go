@@ -96,7 +96,7 @@ func TestStores(t *testing.T) {
 		require.True(t, ok, a.Name)
 		for _, v := range []pcommon.Value{v, pcommon.NewValueStr("x"), pcommon.NewValueInt(-1), pcommon.NewValueInt(300), pcommon.NewValueDouble(1)} {
 			var byStore, byDec Record
-			errStore, errDec := a.store.put(&byStore, a.Name, v), a.dec(&byDec, a.Name, v, nil)
+			errStore, errDec := a.store.put(a.store.at(&byStore), a.Name, v, new(spares)), a.dec(&byDec, a.Name, v, nil)
 			assert.Equal(t, errDec, errStore, a.Name)
 			assert.Equal(t, byDec, byStore, a.Name)
 		}
