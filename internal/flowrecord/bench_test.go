@@ -43,15 +43,30 @@ func benchDecode(b *testing.B, in *Record) {
 			}
 		})
 	})
-	b.Run("Decoder", func(b *testing.B) {
-		var d Decoder
-		var r Record
-		loop(b, func() {
-			if err := d.Decode(lr, &r); err != nil {
-				b.Fatal(err)
-			}
-		})
-	})
+	decoder := func(lr plog.LogRecord) func(b *testing.B) {
+		return func(b *testing.B) {
+			var d Decoder
+			var r Record
+			loop(b, func() {
+				if err := d.Decode(lr, &r); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+	}
+	b.Run("Decoder", decoder(lr))
+	// What came over the wire (a gateway's flow_correlation): no string is
+	// shared with the encoder.
+	ld := plog.NewLogs()
+	lr.CopyTo(ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+	raw, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if ld, err = (&plog.ProtoUnmarshaler{}).UnmarshalLogs(raw); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("DecoderWire", decoder(ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)))
 }
 
 func BenchmarkCorrelationKey(b *testing.B) {
