@@ -156,9 +156,21 @@ func decode(lr plog.LogRecord, r *Record, s *spares) error {
 	var err error
 	if readFast { // pdataread.go
 		kvs := entries(attrs)
+		// A record this process encoded has the schema's own name strings
+		// (source.address, always written, first): the next attribute of
+		// the schema is found without comparing a name's bytes.
+		own := len(kvs) > 0 && unsafe.StringData(kvs[0].key) == unsafe.StringData(attributes[0].Name)
 		for i := 0; i < len(kvs) && err == nil; i++ {
 			kv := &kvs[i]
-			a := d.find(kv.key)
+			var a *attribute
+			if n := d.next; own && n < len(attributes) && unsafe.StringData(attributes[n].Name) == unsafe.StringData(kv.key) && len(attributes[n].Name) == len(kv.key) {
+				a, d.next = &attributes[n], n+1
+				if a.dec == nil {
+					a = nil // derived
+				}
+			} else {
+				a = d.find(kv.key)
+			}
 			switch {
 			case a == nil:
 			case a.store.kind != storeFunc && a.store.quick(a.store.at(r), kv.value.wrapper(), s): // store.go

@@ -148,3 +148,21 @@ func TestAddrCache(t *testing.T) {
 		}
 	}
 }
+
+// A record that came over the wire (no name or value string shared with the
+// encoder) decodes as the one encoded in this process.
+func TestDecodeWireRecord(t *testing.T) {
+	for i, in := range append(variants(t, 9), fullRecord(), nodeRecord()) {
+		ld := plog.NewLogs()
+		lr := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+		Encode(in, lr)
+		raw, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
+		require.NoError(t, err)
+		wire, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(raw)
+		require.NoError(t, err)
+		var want, got Record
+		require.NoError(t, Decode(lr, &want), "record %d", i)
+		require.NoError(t, Decode(wire.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0), &got), "record %d", i)
+		require.Equal(t, want, got, "record %d", i)
+	}
+}

@@ -211,9 +211,12 @@ func mapOf(v pcommon.Value) (pcommon.Map, bool) {
 	if w.typ != readMapType {
 		return pcommon.Map{}, false
 	}
+	m := mapLayout{orig: &noEntries, state: (*valueLayout)(unsafe.Pointer(&v)).state}
 	if l := (*kvlistWrapper)(w.data).list; l != nil {
-		m := mapLayout{orig: &l.values, state: (*valueLayout)(unsafe.Pointer(&v)).state}
-		return *(*pcommon.Map)(unsafe.Pointer(&m)), true
+		m.orig = &l.values
 	}
-	return v.Map(), true
+	return *(*pcommon.Map)(unsafe.Pointer(&m)), true
 }
+
+// noEntries are the entries of a map value without its list (only read).
+var noEntries []keyValueLayout
