@@ -156,9 +156,9 @@ func (s *store) quick(p unsafe.Pointer, w ifaceLayout, sp *spares) bool {
 // a slot, the slot chosen by where the text is in memory: the records a
 // gateway decodes were mostly encoded in the same process, from the
 // encoder's cache of address texts (addrtext.go), so the same address comes
-// as the same string. A text is compared in full (a string at the same place
-// may hold other bytes later), which for the same string is a pointer
-// comparison.
+// as the same string. A text is compared in full, as another may share its
+// slot (a string elsewhere with the same bytes is a miss, no more); for the
+// same string that is a pointer comparison. A slot keeps its text alive.
 type addrCache [addrCacheSlots]struct {
 	text string
 	addr netip.Addr
