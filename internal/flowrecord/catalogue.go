@@ -41,6 +41,7 @@ type Field struct {
 	value func(agg bool) Value
 	enc   func(r *Record, e *encoder)
 	dec   func(r *Record, name string, v pcommon.Value, sp *spares) error
+	store store // Decode's way around dec (store.go)
 }
 
 // Kind is the Go type of a Value, which decides how each wire writes it.

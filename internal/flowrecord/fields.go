@@ -19,6 +19,7 @@ type attribute struct {
 	index       int  // position in attributes
 	enc         func(r *Record, e *encoder)
 	dec         func(r *Record, name string, v pcommon.Value, sp *spares) error
+	store       store
 }
 
 // attributes are the fields carried as LogRecord attributes, in catalogue order.
@@ -26,7 +27,7 @@ var attributes = func() []attribute {
 	var as []attribute
 	for _, f := range catalogue {
 		if f.Attribute != "" {
-			as = append(as, attribute{Name: f.Attribute, aggregation: f.Aggregation, enc: f.enc, dec: f.dec})
+			as = append(as, attribute{Name: f.Attribute, aggregation: f.Aggregation, enc: f.enc, dec: f.dec, store: f.store})
 		}
 	}
 	return as

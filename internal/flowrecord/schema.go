@@ -32,11 +32,17 @@ func strAttr(name string, get func(*Record) *string) Field {
 				e.putStr(name, v)
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
-			s, err := wantStr(name, v)
-			*get(r) = s
-			return err
-		}}
+		dec:   func(r *Record, name string, v pcommon.Value, _ *spares) error { return decStr(name, v, get(r)) },
+		store: storeOf(storeStr, get)}
+}
+
+// The dec* functions decode the attribute name, of value v, into dst, for
+// an attribute's dec and for Decode's stores.
+
+func decStr(name string, v pcommon.Value, dst *string) error {
+	s, err := wantStr(name, v)
+	*dst = s
+	return err
 }
 
 func boolAttr(name string, get func(*Record) *bool) Field {
@@ -47,32 +53,33 @@ func boolAttr(name string, get func(*Record) *bool) Field {
 				e.b.AppendEmpty(name).SetBool(true)
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
-			if v.Type() != pcommon.ValueTypeBool {
-				return typeError(name, "bool", v)
-			}
-			*get(r) = v.Bool()
-			return nil
-		}}
+		dec:   func(r *Record, name string, v pcommon.Value, _ *spares) error { return decBool(name, v, get(r)) },
+		store: storeOf(storeBool, get)}
+}
+
+func decBool(name string, v pcommon.Value, dst *bool) error {
+	b, ok := boolOf(v)
+	if !ok {
+		return typeError(name, "bool", v)
+	}
+	*dst = b
+	return nil
 }
 
 // uintAttr encodes an unsigned integer of at most bits bits. always forces the
 // attribute to be written when zero (counters a reader expects to find).
 func uintAttr[T uint8 | uint16 | uint32 | uint64](name string, always bool, get func(*Record) *T) Field {
-	maxV := uint64(math.MaxInt64)
 	var value func(agg bool) Value
+	var kind storeKind
 	switch g := any(get).(type) {
 	case func(*Record) *uint8:
-		maxV = math.MaxUint8
-		value = func(agg bool) Value { return Value{Kind: KindUint8, Uint8: read(g, agg)} }
+		kind, value = storeU8, func(agg bool) Value { return Value{Kind: KindUint8, Uint8: read(g, agg)} }
 	case func(*Record) *uint16:
-		maxV = math.MaxUint16
-		value = func(agg bool) Value { return Value{Kind: KindUint16, Uint16: read(g, agg)} }
+		kind, value = storeU16, func(agg bool) Value { return Value{Kind: KindUint16, Uint16: read(g, agg)} }
 	case func(*Record) *uint32:
-		maxV = math.MaxUint32
-		value = func(agg bool) Value { return Value{Kind: KindUint32, Uint32: read(g, agg)} }
+		kind, value = storeU32, func(agg bool) Value { return Value{Kind: KindUint32, Uint32: read(g, agg)} }
 	case func(*Record) *uint64:
-		value = func(agg bool) Value { return Value{Kind: KindUint64, Uint64: read(g, agg)} }
+		kind, value = storeU64, func(agg bool) Value { return Value{Kind: KindUint64, Uint64: read(g, agg)} }
 	}
 	return Field{Attribute: name, AttrType: "int", value: value,
 		enc: func(r *Record, e *encoder) {
@@ -81,17 +88,22 @@ func uintAttr[T uint8 | uint16 | uint32 | uint64](name string, always bool, get 
 				e.putInt(name, int64(min(uint64(v), uint64(math.MaxInt64))))
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
-			if v.Type() != pcommon.ValueTypeInt {
-				return typeError(name, "int", v)
-			}
-			i := v.Int()
-			if i < 0 || uint64(i) > maxV {
-				return fmt.Errorf("attribute %q: value %d out of range [0, %d]", name, i, maxV)
-			}
-			*get(r) = T(i)
-			return nil
-		}}
+		dec:   func(r *Record, name string, v pcommon.Value, _ *spares) error { return decUint(name, v, get(r)) },
+		store: storeOf(kind, get)}
+}
+
+// decUint decodes an unsigned integer of T's size; a uint64 at most
+// math.MaxInt64, as an int attribute holds.
+func decUint[T uint8 | uint16 | uint32 | uint64](name string, v pcommon.Value, dst *T) error {
+	i, ok := intOf(v)
+	if !ok {
+		return typeError(name, "int", v)
+	}
+	if maxV := min(uint64(^T(0)), math.MaxInt64); i < 0 || uint64(i) > maxV {
+		return fmt.Errorf("attribute %q: value %d out of range [0, %d]", name, i, maxV)
+	}
+	*dst = T(i)
+	return nil
 }
 
 func u16(name string, get func(*Record) *uint16) Field   { return uintAttr(name, false, get) }
@@ -106,18 +118,21 @@ func addrAttr(name string, get func(*Record) *netip.Addr) Field {
 				e.putStr(name, addrString(a))
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
-			s, err := wantStr(name, v)
-			if err != nil {
-				return err
-			}
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				return fmt.Errorf("attribute %q: %q is not an IP address", name, s)
-			}
-			*get(r) = a
-			return nil
-		}}
+		dec:   func(r *Record, name string, v pcommon.Value, _ *spares) error { return decAddr(name, v, get(r)) },
+		store: storeOf(storeAddr, get)}
+}
+
+func decAddr(name string, v pcommon.Value, dst *netip.Addr) error {
+	s, err := wantStr(name, v)
+	if err != nil {
+		return err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return fmt.Errorf("attribute %q: %q is not an IP address", name, s)
+	}
+	*dst = a
+	return nil
 }
 
 // timeAttr holds nanoseconds since the Unix epoch.
@@ -129,16 +144,20 @@ func timeAttr(name string, get func(*Record) *time.Time) Field {
 				e.putInt(name, t.UnixNano())
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
-			if v.Type() != pcommon.ValueTypeInt {
-				return typeError(name, "int", v)
-			}
-			if v.Int() <= 0 {
-				return fmt.Errorf("attribute %q: %d is not a time after the Unix epoch (ns)", name, v.Int())
-			}
-			*get(r) = time.Unix(0, v.Int()).UTC()
-			return nil
-		}}
+		dec:   func(r *Record, name string, v pcommon.Value, _ *spares) error { return decTime(name, v, get(r)) },
+		store: storeOf(storeTime, get)}
+}
+
+func decTime(name string, v pcommon.Value, dst *time.Time) error {
+	ns, ok := intOf(v)
+	if !ok {
+		return typeError(name, "int", v)
+	}
+	if ns <= 0 {
+		return fmt.Errorf("attribute %q: %d is not a time after the Unix epoch (ns)", name, ns)
+	}
+	*dst = time.Unix(0, ns).UTC()
+	return nil
 }
 
 // enumAttr is never an aggregation field.
@@ -152,19 +171,23 @@ func enumAttr[T ~uint8](name string, names []string, get func(*Record) *T) Field
 				e.putStr(name, enumString(names, v))
 			}
 		},
-		dec: func(r *Record, name string, v pcommon.Value, _ *spares) error {
-			s, err := wantStr(name, v)
-			if err != nil {
-				return err
-			}
-			e, ok := parseEnum[T](names, s)
-			if !ok {
-				return fmt.Errorf("attribute %q: unknown value %q (want one of %v)", name, s, names[1:])
-			}
-			*get(r) = e
-			return nil
-		}}
+		dec:   func(r *Record, name string, v pcommon.Value, _ *spares) error { return decEnum(name, names, v, get(r)) },
+		store: storeOf(storeEnum, get)}
+	a.store.names = names
 	return a
+}
+
+func decEnum[T ~uint8](name string, names []string, v pcommon.Value, dst *T) error {
+	s, err := wantStr(name, v)
+	if err != nil {
+		return err
+	}
+	e, ok := parseEnum[T](names, s)
+	if !ok {
+		return fmt.Errorf("attribute %q: unknown value %q (want one of %v)", name, s, names[1:])
+	}
+	*dst = e
+	return nil
 }
 
 func labelsAttr(name string, slot int, get func(*Record) *map[string]string) Field {
@@ -184,24 +207,37 @@ func labelsAttr(name string, slot int, get func(*Record) *map[string]string) Fie
 			lb.UnsafeIntoMap(lm)
 		},
 		dec: func(r *Record, name string, v pcommon.Value, sp *spares) error {
-			if v.Type() != pcommon.ValueTypeMap {
+			m, ok := mapOf(v)
+			if !ok {
 				return typeError(name, "map", v)
 			}
-			if n := v.Map().Len(); n > MaxLabels {
+			if n := m.Len(); n > MaxLabels {
 				return fmt.Errorf("attribute %q: %d labels (at most %d)", name, n, MaxLabels)
 			}
-			labels := sp.take(slot, v.Map().Len())
+			labels := sp.take(slot, m.Len())
+			*get(r) = labels
+			label := func(k string, lv pcommon.Value) error {
+				s, ok := strOf(lv)
+				if !ok {
+					return fmt.Errorf("attribute %q: label %q is %s, want string", name, k, lv.Type())
+				}
+				labels[k] = s
+				return nil
+			}
+			if readFast { // pdataread.go
+				for i, kvs := 0, entries(m); i < len(kvs); i++ {
+					if err := label(kvs[i].key, valueAt(&kvs[i], m)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
 			var err error
 			// Range, not All: the range-over-func loop's closure escaped (two allocations a map).
-			v.Map().Range(func(k string, lv pcommon.Value) bool {
-				if lv.Type() != pcommon.ValueTypeStr {
-					err = fmt.Errorf("attribute %q: label %q is %s, want string", name, k, lv.Type())
-					return false
-				}
-				labels[k] = lv.Str()
-				return true
+			m.Range(func(k string, lv pcommon.Value) bool {
+				err = label(k, lv)
+				return err == nil
 			})
-			*get(r) = labels
 			return err
 		}}
 }
@@ -238,10 +274,11 @@ func ctLabelsText(r *Record) string {
 }
 
 func wantStr(name string, v pcommon.Value) (string, error) {
-	if v.Type() != pcommon.ValueTypeStr {
+	s, ok := strOf(v)
+	if !ok {
 		return "", typeError(name, "string", v)
 	}
-	return v.Str(), nil
+	return s, nil
 }
 
 func typeError(name, want string, v pcommon.Value) error {
