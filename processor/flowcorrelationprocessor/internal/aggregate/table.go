@@ -79,6 +79,9 @@ type Table struct {
 
 	out    flowrecord.Record // the record handed to Emit
 	outAgg flowrecord.Aggregation
+
+	// free are forgotten entries, zeroed, for the next inserts (see recycle).
+	free freeList
 }
 
 // New returns an empty table.
@@ -160,7 +163,8 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 }
 
 func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) *entry {
-	e := &entry{rec: *r, first: h, updated: true}
+	e := t.free.take()
+	e.rec, e.first, e.updated = *r, h, true
 	e.rec.Aggregation = nil
 	e.rec.Key = key
 	e.required = correlationRequired(r, h)
@@ -188,6 +192,7 @@ func (t *Table) finish(e *entry, now time.Time, emit Emit) {
 	if !e.ready || e.updated {
 		t.export(e, now, ReasonReplaced, emit)
 	}
+	t.free.put(e)
 	if t.OnReplaced != nil {
 		t.OnReplaced()
 	}
@@ -206,16 +211,19 @@ func (t *Table) forget(e *entry) {
 // timeout passed if they have new data, and forgets connections whose
 // inactive timeout passed, after a last export if they have new data.
 func (t *Table) Expire(now time.Time, emit Emit) {
+	t.free.trim()
 	for len(t.queue) > 0 && !t.queue[0].due.After(now) {
 		e := t.queue[0]
 		if t.expire(e, now, emit) {
 			heap.Pop(&t.queue)
 			t.forget(e)
+			t.free.put(e)
 			continue
 		}
 		e.due = e.nextDeadline()
 		heap.Fix(&t.queue, 0)
 	}
+	t.free.mark()
 }
 
 // expire handles e at now and reports whether it is to be forgotten.
@@ -260,6 +268,7 @@ func (t *Table) enforceBound(now time.Time, emit Emit) {
 		if !e.ready || e.updated {
 			t.export(e, now, ReasonEvicted, emit)
 		}
+		t.free.put(e)
 	}
 }
 
@@ -276,6 +285,7 @@ func (t *Table) Flush(now time.Time, emit Emit) {
 	clear(t.queue)
 	t.pending = 0
 	t.queue = t.queue[:0]
+	t.free = freeList{}
 }
 
 // export hands a snapshot of e to emit, then starts a new reporting period:
