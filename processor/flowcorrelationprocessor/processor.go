@@ -41,6 +41,9 @@ type flowProcessor struct {
 	stopOnce sync.Once
 
 	decoded sync.Pool // *[]flowrecord.Record, decode buffers
+	// filled is the copy of an exported record the Kubernetes index fills
+	// (the table's own must not change); under mu.
+	filled flowrecord.Record
 }
 
 func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clk clock) (*flowProcessor, error) {
@@ -181,6 +184,8 @@ func (p *flowProcessor) flush(ctx context.Context) {
 func (p *flowProcessor) emitter(ctx context.Context, b *batch) aggregate.Emit {
 	return func(r *flowrecord.Record, why aggregate.Reason) {
 		if p.identity != nil {
+			p.filled = *r
+			r = &p.filled
 			p.identity.fill(r)
 		}
 		b.add(r)

@@ -10,7 +10,7 @@ import (
 // entry is one connection held by the table: the record built from its
 // halves, its per-Node statistics and its deadlines.
 type entry struct {
-	rec flowrecord.Record // Aggregation is nil here; agg holds it; Key is the table's key
+	rec flowrecord.Record // Aggregation points at agg; Key is the table's key; Observed, Correlation, Evicted and Reporter are set by export
 	agg flowrecord.Aggregation
 	// sourceLow and destinationLow are each side's counter spans' lowest
 	// starts (see ledger.go); the deltas in rec and agg are what is not

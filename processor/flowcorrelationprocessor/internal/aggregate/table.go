@@ -44,8 +44,9 @@ var reasonNames = [...]string{"ready", "active_timeout", "inactive_timeout", "pa
 
 func (r Reason) String() string { return reasonNames[r] }
 
-// Emit receives each exported record. The record is only valid during the
-// call: encode or copy it there.
+// Emit receives each exported record. The record is the table's own and
+// only valid during the call: encode or copy it there, and do not modify it
+// (copy it first).
 type Emit func(r *flowrecord.Record, why Reason)
 
 // Table holds the connections being correlated.
@@ -76,9 +77,6 @@ type Table struct {
 	// replaced holds, by key, the starts of the connection the held one
 	// replaced on its tuple (see reuse.go); rare, so kept out of the entries.
 	replaced map[string]starts
-
-	out    flowrecord.Record // the record handed to Emit
-	outAgg flowrecord.Aggregation
 
 	// free are forgotten entries, zeroed, for the next inserts (see recycle).
 	free freeList
@@ -165,7 +163,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) *entry {
 	e := t.free.take()
 	e.rec, e.first, e.updated = *r, h, true
-	e.rec.Aggregation = nil
+	e.rec.Aggregation = &e.agg
 	e.rec.Key = key
 	e.required = correlationRequired(r, h)
 	e.relay = h == halfRelay
@@ -295,17 +293,17 @@ func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
 		t.foldRelay(e, now, why)
 		return
 	}
-	t.out = e.rec
-	t.outAgg = e.agg
-	t.out.Aggregation = &t.outAgg
-	t.out.Observed = now
-	t.out.Correlation = e.state()
-	t.out.Evicted = why == ReasonEvicted
+	// The entry's record is handed out as it is (no copy of a kilobyte per
+	// export): the fields set here are only read by exports.
+	r := &e.rec
+	r.Observed = now
+	r.Correlation = e.state()
+	r.Evicted = why == ReasonEvicted
 	if e.paired {
 		// Both Nodes reported it; they are named in the endpoints.
-		t.out.Reporter = flowrecord.Reporter{Side: flowrecord.SideBoth}
+		r.Reporter = flowrecord.Reporter{Side: flowrecord.SideBoth}
 	}
-	emit(&t.out, why)
+	emit(r, why)
 	resetAfterExport(e)
 	e.updated = false
 	e.activeDeadline = now.Add(t.s.ActiveTimeout)
