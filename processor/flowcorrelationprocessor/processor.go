@@ -160,7 +160,7 @@ func (p *flowProcessor) timerLoop() {
 
 // onTick exports what the timers made due and retries refused records.
 func (p *flowProcessor) onTick(ctx context.Context) {
-	b := newBatch(metadata.ScopeName, p.version)
+	b := newBatch(metadata.ScopeName, p.version, 0)
 	p.mu.Lock()
 	now := p.clock.Now()
 	p.table.Expire(now, p.emitter(ctx, b))
@@ -171,7 +171,7 @@ func (p *flowProcessor) onTick(ctx context.Context) {
 }
 
 func (p *flowProcessor) flush(ctx context.Context) {
-	b := newBatch(metadata.ScopeName, p.version)
+	b := newBatch(metadata.ScopeName, p.version, 0)
 	p.mu.Lock()
 	now := p.clock.Now()
 	p.table.Flush(now, p.emitter(ctx, b))
@@ -217,7 +217,9 @@ func (p *flowProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 func (p *flowProcessor) aggregate(ctx context.Context, ld plog.Logs) error {
 	bufp := p.decoded.Get().(*[]flowrecord.Record)
 	recs := p.decodeAll(ctx, ld, (*bufp)[:0])
-	b := newBatch(metadata.ScopeName, p.version)
+	// A record emits one export at most, but for a connection it replaces
+	// or one the bound evicts.
+	b := newBatch(metadata.ScopeName, p.version, len(recs))
 	p.mu.Lock()
 	now := p.clock.Now()
 	emit := p.emitter(ctx, b)
