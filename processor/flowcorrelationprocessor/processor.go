@@ -44,6 +44,8 @@ type flowProcessor struct {
 	// filled is the copy of an exported record the Kubernetes index fills
 	// (the table's own must not change); under mu.
 	filled flowrecord.Record
+	// paired counts the pairs of the batch being added; under mu.
+	paired int64
 }
 
 func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clk clock) (*flowProcessor, error) {
@@ -75,7 +77,7 @@ func newProcessorWithClient(set processor.Settings, cfg *Config, next consumer.L
 			p.tel.ProcessorFlowCorrelationRecordsRelayFolded.Add(context.Background(), 1, withReason(why.String()))
 		}
 		p.table.OnPaired = func(wait time.Duration) {
-			p.tel.ProcessorFlowCorrelationPairs.Add(context.Background(), 1)
+			p.paired++ // counted once per batch
 			p.tel.ProcessorFlowCorrelationPairingDuration.Record(context.Background(), wait.Seconds())
 		}
 		p.table.OnLate = func(duplicate bool) {
@@ -225,6 +227,10 @@ func (p *flowProcessor) aggregate(ctx context.Context, ld plog.Logs) error {
 	emit := p.emitter(ctx, b)
 	for i := range recs {
 		p.table.Add(&recs[i], now, emit)
+	}
+	if p.paired > 0 {
+		p.tel.ProcessorFlowCorrelationPairs.Add(ctx, p.paired)
+		p.paired = 0
 	}
 	p.updateGauges()
 	p.mu.Unlock()
