@@ -31,8 +31,8 @@ type batch struct {
 	n                  int
 	// hint is how many records the batch may get at most, when known: each
 	// cluster's record slice is sized for what is left of it at once.
-	hint int
-	byState            [4]int64 // records per flowrecord.CorrelationState
+	hint    int
+	byState [4]int64 // records per flowrecord.CorrelationState
 }
 
 // clusterRecords are the records of one cluster in a batch.
