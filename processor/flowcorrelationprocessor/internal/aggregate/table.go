@@ -7,7 +7,6 @@
 package aggregate
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
@@ -129,8 +128,8 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 		if e.ready {
 			t.export(e, now, ReasonReady, emit)
 		}
-		e.due = e.nextDeadline()
-		heap.Push(&t.queue, e)
+		e.due = e.nextDeadline().UnixNano()
+		t.queue.push(e)
 		t.enforceBound(now, emit)
 		return
 	}
@@ -182,7 +181,7 @@ func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) 
 // finish exports what is unreported of e, a connection a new one on its
 // tuple replaced, and forgets it.
 func (t *Table) finish(e *entry, now time.Time, emit Emit) {
-	heap.Remove(&t.queue, e.index)
+	t.queue.remove(e.index)
 	t.forget(e)
 	if !e.ready {
 		t.pending--
@@ -210,16 +209,17 @@ func (t *Table) forget(e *entry) {
 // inactive timeout passed, after a last export if they have new data.
 func (t *Table) Expire(now time.Time, emit Emit) {
 	t.free.trim()
-	for len(t.queue) > 0 && !t.queue[0].due.After(now) {
+	due := now.UnixNano()
+	for len(t.queue) > 0 && t.queue[0].due <= due {
 		e := t.queue[0]
 		if t.expire(e, now, emit) {
-			heap.Pop(&t.queue)
+			t.queue.pop()
 			t.forget(e)
 			t.free.put(e)
 			continue
 		}
-		e.due = e.nextDeadline()
-		heap.Fix(&t.queue, 0)
+		e.due = e.nextDeadline().UnixNano()
+		t.queue.fix(0)
 	}
 	t.free.mark()
 }
@@ -258,7 +258,7 @@ func (t *Table) expire(e *entry, now time.Time, emit Emit) bool {
 // an export, since nothing of it is unreported.
 func (t *Table) enforceBound(now time.Time, emit Emit) {
 	for t.s.MaxRecords > 0 && len(t.entries) > t.s.MaxRecords {
-		e := heap.Pop(&t.queue).(*entry)
+		e := t.queue.pop()
 		t.forget(e)
 		if !e.ready {
 			t.pending--
