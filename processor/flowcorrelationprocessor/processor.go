@@ -40,7 +40,7 @@ type flowProcessor struct {
 	started  atomic.Bool
 	stopOnce sync.Once
 
-	decoded sync.Pool // *[]flowrecord.Record, decode buffers
+	decoded sync.Pool // *decodeBuffer
 	// filled is the copy of an exported record the Kubernetes index fills
 	// (the table's own must not change); under mu.
 	filled flowrecord.Record
@@ -65,13 +65,14 @@ func newProcessorWithClient(set processor.Settings, cfg *Config, next consumer.L
 	if cfg.Kubernetes.HasValue() {
 		p.identity = newIdentity(cfg.Kubernetes.Get(), set.Logger, client, clk.Now)
 	}
-	p.decoded.New = func() any { s := make([]flowrecord.Record, 0, 64); return &s }
+	p.decoded.New = newDecodeBuffer
 	if cfg.Mode == ModeAggregate {
 		p.table = aggregate.New(aggregate.Settings{
 			ActiveTimeout:   cfg.ActiveTimeout,
 			InactiveTimeout: cfg.InactiveTimeout,
 			PairingTimeout:  cfg.pairingTimeout(),
 			MaxRecords:      cfg.MaxRecords,
+			RecycleLabels:   true, // decodeAll's maps are the table's once added
 		})
 		p.table.OnRelayFolded = func(why aggregate.Reason) {
 			p.tel.ProcessorFlowCorrelationRecordsRelayFolded.Add(context.Background(), 1, withReason(why.String()))
@@ -217,8 +218,8 @@ func (p *flowProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 // became ready (pairs, records that need no pairing). The batch itself is
 // consumed: a downstream refusal is retried by the processor, not returned.
 func (p *flowProcessor) aggregate(ctx context.Context, ld plog.Logs) error {
-	bufp := p.decoded.Get().(*[]flowrecord.Record)
-	recs := p.decodeAll(ctx, ld, (*bufp)[:0])
+	buf := p.decoded.Get().(*decodeBuffer)
+	recs := p.decodeAll(ctx, ld, buf)
 	// A record emits one export at most, but for a connection it replaces
 	// or one the bound evicts.
 	b := newBatch(metadata.ScopeName, p.version, len(recs))
@@ -233,19 +234,20 @@ func (p *flowProcessor) aggregate(ctx context.Context, ld plog.Logs) error {
 		p.paired = 0
 	}
 	p.updateGauges()
+	buf.refill(p.table, len(recs))
 	p.mu.Unlock()
 	clear(recs) // drop references to labels maps before pooling
-	*bufp = recs[:0]
-	p.decoded.Put(bufp)
+	buf.recs = recs[:0]
+	p.decoded.Put(buf)
 	p.out.send(ctx, b, now)
 	return nil
 }
 
-// decodeAll decodes every record of ld into recs. A record that fails is
+// decodeAll decodes every record of ld into buf. A record that fails is
 // counted, logged with the attribute at fault, and left out alone.
-func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, recs []flowrecord.Record) []flowrecord.Record {
+func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, buf *decodeBuffer) []flowrecord.Record {
 	var received int64
-	recs = slices.Grow(recs, ld.LogRecordCount())
+	recs := slices.Grow(buf.recs[:0], ld.LogRecordCount())
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {
 		cluster := clusterUID(rls.At(i).Resource())
@@ -255,7 +257,11 @@ func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, recs []flow
 			for k := range lrs.Len() {
 				received++
 				recs = append(recs, flowrecord.Record{})
-				if !p.decodeOne(ctx, lrs.At(k), &recs[len(recs)-1]) {
+				r := &recs[len(recs)-1]
+				buf.lend(r)
+				ok := p.decodeOne(ctx, lrs.At(k), r, &buf.dec)
+				buf.settle(r)
+				if !ok {
 					recs = recs[:len(recs)-1]
 					continue
 				}
@@ -276,9 +282,16 @@ func clusterUID(res pcommon.Resource) string {
 	return ""
 }
 
-// decodeOne decodes lr into r and reports whether r can be used.
-func (p *flowProcessor) decodeOne(ctx context.Context, lr plog.LogRecord, r *flowrecord.Record) bool {
-	if err := flowrecord.Decode(lr, r); err != nil {
+// decodeOne decodes lr into r, with dec when it is not nil (see
+// flowrecord.Decoder), and reports whether r can be used.
+func (p *flowProcessor) decodeOne(ctx context.Context, lr plog.LogRecord, r *flowrecord.Record, dec *flowrecord.Decoder) bool {
+	var err error
+	if dec != nil {
+		err = dec.Decode(lr, r)
+	} else {
+		err = flowrecord.Decode(lr, r)
+	}
+	if err != nil {
 		p.tel.ProcessorFlowCorrelationRecordsDropped.Add(ctx, 1, withReason(reasonDecodeError))
 		p.logger.Error("dropping a flow record that does not decode", zap.Error(err))
 		return false
@@ -310,7 +323,7 @@ func (p *flowProcessor) proxy(ctx context.Context, ld plog.Logs) error {
 		for j := range sls.Len() {
 			sls.At(j).LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
 				received++
-				if !p.decodeOne(ctx, lr, &r) {
+				if !p.decodeOne(ctx, lr, &r, nil) {
 					return true
 				}
 				r.Direction = flowDirection(&r) // from what the Node said, as Antrea

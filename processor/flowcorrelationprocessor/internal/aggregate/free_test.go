@@ -105,12 +105,12 @@ func TestRecycledEntryLeaksNothing(t *testing.T) {
 			used := New(testSettings())
 			sec := dirty(t, used, how)
 			require.Zero(t, used.Len())
-			free := len(used.free.entries)
+			free := len(used.free.items)
 			require.NotZero(t, free, "forgotten entries are kept for reuse")
-			for _, e := range used.free.entries {
+			for _, e := range used.free.items {
 				require.Equal(t, entry{}, *e, "a free entry is zeroed")
 			}
-			recycled := used.free.entries[free-1]
+			recycled := used.free.items[free-1]
 
 			x := &exported{}
 			recs := sparseHalves()
@@ -149,7 +149,7 @@ func TestFreeEntriesBoundedByChurn(t *testing.T) {
 	}
 	tbl.Expire(at(200), x.emit)
 	require.Zero(t, tbl.Len())
-	require.Len(t, tbl.free.entries, n, "every forgotten entry is kept")
+	require.Len(t, tbl.free.items, n, "every forgotten entry is kept")
 
 	for i := range 3 { // the next interval needs three of them
 		r := srcHalf(v4, flowrecord.FlowTypeIntraNode, false, flowrecord.RuleActionNone)
@@ -157,11 +157,54 @@ func TestFreeEntriesBoundedByChurn(t *testing.T) {
 		r.Key = r.CorrelationKey()
 		tbl.Add(r, at(201), x.emit)
 	}
-	require.Len(t, tbl.free.entries, n-3)
+	require.Len(t, tbl.free.items, n-3)
 	tbl.Expire(at(202), x.emit) // nothing due: the seven unused are let go
-	assert.Empty(t, tbl.free.entries)
+	assert.Empty(t, tbl.free.items)
 	tbl.Expire(at(400), x.emit) // the three are forgotten and kept
-	assert.Len(t, tbl.free.entries, 3)
+	assert.Len(t, tbl.free.items, 3)
 	tbl.Expire(at(401), x.emit)
-	assert.Empty(t, tbl.free.entries, "not needed for a whole interval")
+	assert.Empty(t, tbl.free.items, "not needed for a whole interval")
+}
+
+// With RecycleLabels, a forgotten connection's small label maps come back
+// empty from TakeLabels (large ones are left to the collector), and are
+// let go when not taken for a whole interval; without, the caller's maps
+// are never touched.
+func TestForgottenLabelMapsRecycled(t *testing.T) {
+	for _, recycle := range []bool{false, true} {
+		s := testSettings()
+		s.RecycleLabels = recycle
+		tbl := New(s)
+		x := &exported{}
+		src, dst := richConnection()
+		big := map[string]string{}
+		for i := range maxRecycledLabels + 1 {
+			big[string(rune('a'+i))] = "v"
+		}
+		dst.Destination.PodLabels = big
+		small := src.Source.PodLabels
+		tbl.Add(src, at(1), x.emit)
+		tbl.Add(dst, at(2), x.emit)
+		tbl.Expire(at(500), x.emit)
+		require.Zero(t, tbl.Len())
+		if !recycle {
+			assert.Nil(t, tbl.TakeLabels())
+			assert.Equal(t, map[string]string{"app": "web", "tier": "front"}, small, "the caller's map is left alone")
+			assert.Len(t, big, maxRecycledLabels+1)
+			continue
+		}
+		m := tbl.TakeLabels()
+		require.NotNil(t, m)
+		assert.Empty(t, m)
+		assert.Empty(t, small, "the map taken is the connection's, emptied")
+		assert.Nil(t, tbl.TakeLabels(), "the large map is not kept")
+		assert.Len(t, big, maxRecycledLabels+1)
+
+		src2, dst2 := richConnection()
+		tbl.Add(src2, at(501), x.emit)
+		tbl.Add(dst2, at(502), x.emit)
+		tbl.Expire(at(1000), x.emit)
+		tbl.Expire(at(1001), x.emit) // not taken during the interval: let go
+		assert.Nil(t, tbl.TakeLabels())
+	}
 }

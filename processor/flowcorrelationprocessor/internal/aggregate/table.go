@@ -24,6 +24,11 @@ type Settings struct {
 	PairingTimeout time.Duration
 	// MaxRecords bounds the connections held; 0 means unbounded.
 	MaxRecords int
+	// RecycleLabels: the label maps of the records added are the table's
+	// (the caller neither reads nor changes them after Add, and no two
+	// records share one); those of forgotten connections are cleared and
+	// kept for TakeLabels.
+	RecycleLabels bool
 }
 
 // Reason says why a record is exported.
@@ -77,8 +82,10 @@ type Table struct {
 	// replaced on its tuple (see reuse.go); rare, so kept out of the entries.
 	replaced map[string]starts
 
-	// free are forgotten entries, zeroed, for the next inserts (see recycle).
-	free freeList
+	// free are forgotten entries, zeroed, for the next inserts; labels
+	// their label maps, cleared, for the caller (see free.go).
+	free   freeList[*entry]
+	labels freeList[map[string]string]
 }
 
 // New returns an empty table.
@@ -160,7 +167,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 }
 
 func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) *entry {
-	e := t.free.take()
+	e := t.newEntry()
 	e.rec, e.first, e.updated = *r, h, true
 	e.rec.Aggregation = &e.agg
 	e.rec.Key = key
@@ -189,7 +196,7 @@ func (t *Table) finish(e *entry, now time.Time, emit Emit) {
 	if !e.ready || e.updated {
 		t.export(e, now, ReasonReplaced, emit)
 	}
-	t.free.put(e)
+	t.release(e)
 	if t.OnReplaced != nil {
 		t.OnReplaced()
 	}
@@ -208,20 +215,20 @@ func (t *Table) forget(e *entry) {
 // timeout passed if they have new data, and forgets connections whose
 // inactive timeout passed, after a last export if they have new data.
 func (t *Table) Expire(now time.Time, emit Emit) {
-	t.free.trim()
+	t.trimFree()
 	due := now.UnixNano()
 	for len(t.queue) > 0 && t.queue[0].due <= due {
 		e := t.queue[0]
 		if t.expire(e, now, emit) {
 			t.queue.pop()
 			t.forget(e)
-			t.free.put(e)
+			t.release(e)
 			continue
 		}
 		e.due = e.nextDeadline().UnixNano()
 		t.queue.fix(0)
 	}
-	t.free.mark()
+	t.markFree()
 }
 
 // expire handles e at now and reports whether it is to be forgotten.
@@ -266,7 +273,7 @@ func (t *Table) enforceBound(now time.Time, emit Emit) {
 		if !e.ready || e.updated {
 			t.export(e, now, ReasonEvicted, emit)
 		}
-		t.free.put(e)
+		t.release(e)
 	}
 }
 
@@ -283,7 +290,7 @@ func (t *Table) Flush(now time.Time, emit Emit) {
 	clear(t.queue)
 	t.pending = 0
 	t.queue = t.queue[:0]
-	t.free = freeList{}
+	t.free, t.labels = freeList[*entry]{}, freeList[map[string]string]{}
 }
 
 // export hands a snapshot of e to emit, then starts a new reporting period:
