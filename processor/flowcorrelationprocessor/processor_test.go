@@ -461,3 +461,41 @@ func TestRecycledLabelMapsCarryOnlyTheirOwnLabels(t *testing.T) {
 		return map[string]string{"a": fmt.Sprint(i)}, map[string]string{"b": fmt.Sprint(i)}
 	})
 }
+
+// Concurrent batches (as several receivers' goroutines deliver them) take
+// and give back label maps through the table: each export still carries
+// its own connection's labels (run with -race).
+func TestConcurrentBatchesRecycleLabelsSafely(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	h := newHarness(t, aggregateConfig(), sink)
+	const workers, perWorker = 4, 25
+	for round := range 3 {
+		sink.Reset()
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range perWorker {
+					n := round*10000 + w*1000 + i
+					s, d := realisticHalves(n)
+					s.Source.PodLabels = map[string]string{"conn": fmt.Sprint(n)}
+					d.Destination.PodLabels = map[string]string{"conn": fmt.Sprint(n), "side": "dst"}
+					for _, r := range []*flowrecord.Record{s, d} {
+						assert.NoError(t, h.p.ConsumeLogs(ctx, encodedLogs(flowrecord.EncodeCompact, r)))
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		got := decodeAllLogs(t, sink.AllLogs())
+		require.Len(t, got, workers*perWorker)
+		for _, r := range got {
+			conn := r.Source.PodLabels["conn"]
+			assert.Equal(t, map[string]string{"conn": conn}, r.Source.PodLabels)
+			assert.Equal(t, map[string]string{"conn": conn, "side": "dst"}, r.Destination.PodLabels)
+			assert.Equal(t, fmt.Sprintf("web-7d9f-%05s", conn), r.Source.PodName, "the labels are the record's own connection's")
+		}
+		h.clock.advance(time.Hour) // all forgotten: their maps go back to the table
+	}
+}
