@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/flowtel/flowtel/internal/benchcpu"
@@ -54,11 +56,20 @@ func BenchmarkConsumeLogsPairing(b *testing.B) {
 		name   string
 		encode func(*flowrecord.Record, plog.LogRecord)
 	}{{"attributes", flowrecord.Encode}, {"compact", flowrecord.EncodeCompact}} {
-		b.Run("encoding="+enc.name, func(b *testing.B) { benchmarkPairing(b, enc.encode) })
+		b.Run("encoding="+enc.name, func(b *testing.B) { benchmarkPairing(b, enc.encode, processortest.NewNopSettings(metadata.Type)) })
 	}
+	// With the SDK's meters, as in a collector, instead of no-op ones: what
+	// the processor's own metrics cost.
+	b.Run("encoding=compact,telemetry=sdk", func(b *testing.B) {
+		set := processortest.NewNopSettings(metadata.Type)
+		tel := componenttest.NewTelemetry()
+		defer func() { _ = tel.Shutdown(ctx) }()
+		set.TelemetrySettings = tel.NewTelemetrySettings()
+		benchmarkPairing(b, flowrecord.EncodeCompact, set)
+	})
 }
 
-func benchmarkPairing(b *testing.B, encode func(*flowrecord.Record, plog.LogRecord)) {
+func benchmarkPairing(b *testing.B, encode func(*flowrecord.Record, plog.LogRecord), set processor.Settings) {
 	const pairsPerBatch, rounds = 100, 100 // 10k distinct connections
 	var srcBatches, dstBatches []plog.Logs
 	for r := range rounds {
@@ -70,7 +81,7 @@ func benchmarkPairing(b *testing.B, encode func(*flowrecord.Record, plog.LogReco
 		srcBatches, dstBatches = append(srcBatches, encodedLogs(encode, srcs...)), append(dstBatches, encodedLogs(encode, dsts...))
 	}
 	clk := newFakeClock()
-	p, err := newProcessor(processortest.NewNopSettings(metadata.Type), aggregateConfig(), consumertest.NewNop(), clk)
+	p, err := newProcessor(set, aggregateConfig(), consumertest.NewNop(), clk)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -40,7 +40,12 @@ type flowProcessor struct {
 	started  atomic.Bool
 	stopOnce sync.Once
 
-	decoded sync.Pool // *[]flowrecord.Record, decode buffers
+	decoded sync.Pool // *decodeBuffer
+	// filled is the copy of an exported record the Kubernetes index fills
+	// (the table's own must not change); under mu.
+	filled flowrecord.Record
+	// paired counts the pairs of the batch being added; under mu.
+	paired int64
 }
 
 func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clk clock) (*flowProcessor, error) {
@@ -60,19 +65,20 @@ func newProcessorWithClient(set processor.Settings, cfg *Config, next consumer.L
 	if cfg.Kubernetes.HasValue() {
 		p.identity = newIdentity(cfg.Kubernetes.Get(), set.Logger, client, clk.Now)
 	}
-	p.decoded.New = func() any { s := make([]flowrecord.Record, 0, 64); return &s }
+	p.decoded.New = newDecodeBuffer
 	if cfg.Mode == ModeAggregate {
 		p.table = aggregate.New(aggregate.Settings{
 			ActiveTimeout:   cfg.ActiveTimeout,
 			InactiveTimeout: cfg.InactiveTimeout,
 			PairingTimeout:  cfg.pairingTimeout(),
 			MaxRecords:      cfg.MaxRecords,
+			RecycleLabels:   true, // decodeAll's maps are the table's once added
 		})
 		p.table.OnRelayFolded = func(why aggregate.Reason) {
 			p.tel.ProcessorFlowCorrelationRecordsRelayFolded.Add(context.Background(), 1, withReason(why.String()))
 		}
 		p.table.OnPaired = func(wait time.Duration) {
-			p.tel.ProcessorFlowCorrelationPairs.Add(context.Background(), 1)
+			p.paired++ // counted once per batch
 			p.tel.ProcessorFlowCorrelationPairingDuration.Record(context.Background(), wait.Seconds())
 		}
 		p.table.OnLate = func(duplicate bool) {
@@ -157,7 +163,7 @@ func (p *flowProcessor) timerLoop() {
 
 // onTick exports what the timers made due and retries refused records.
 func (p *flowProcessor) onTick(ctx context.Context) {
-	b := newBatch(metadata.ScopeName, p.version)
+	b := newBatch(metadata.ScopeName, p.version, 0)
 	p.mu.Lock()
 	now := p.clock.Now()
 	p.table.Expire(now, p.emitter(ctx, b))
@@ -168,7 +174,7 @@ func (p *flowProcessor) onTick(ctx context.Context) {
 }
 
 func (p *flowProcessor) flush(ctx context.Context) {
-	b := newBatch(metadata.ScopeName, p.version)
+	b := newBatch(metadata.ScopeName, p.version, 0)
 	p.mu.Lock()
 	now := p.clock.Now()
 	p.table.Flush(now, p.emitter(ctx, b))
@@ -181,6 +187,8 @@ func (p *flowProcessor) flush(ctx context.Context) {
 func (p *flowProcessor) emitter(ctx context.Context, b *batch) aggregate.Emit {
 	return func(r *flowrecord.Record, why aggregate.Reason) {
 		if p.identity != nil {
+			p.filled = *r
+			r = &p.filled
 			p.identity.fill(r)
 		}
 		b.add(r)
@@ -210,29 +218,36 @@ func (p *flowProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 // became ready (pairs, records that need no pairing). The batch itself is
 // consumed: a downstream refusal is retried by the processor, not returned.
 func (p *flowProcessor) aggregate(ctx context.Context, ld plog.Logs) error {
-	bufp := p.decoded.Get().(*[]flowrecord.Record)
-	recs := p.decodeAll(ctx, ld, (*bufp)[:0])
-	b := newBatch(metadata.ScopeName, p.version)
+	buf := p.decoded.Get().(*decodeBuffer)
+	recs := p.decodeAll(ctx, ld, buf)
+	// A record emits one export at most, but for a connection it replaces
+	// or one the bound evicts.
+	b := newBatch(metadata.ScopeName, p.version, len(recs))
 	p.mu.Lock()
 	now := p.clock.Now()
 	emit := p.emitter(ctx, b)
 	for i := range recs {
 		p.table.Add(&recs[i], now, emit)
 	}
+	if p.paired > 0 {
+		p.tel.ProcessorFlowCorrelationPairs.Add(ctx, p.paired)
+		p.paired = 0
+	}
 	p.updateGauges()
+	buf.refill(p.table, len(recs))
 	p.mu.Unlock()
 	clear(recs) // drop references to labels maps before pooling
-	*bufp = recs[:0]
-	p.decoded.Put(bufp)
+	buf.recs = recs[:0]
+	p.decoded.Put(buf)
 	p.out.send(ctx, b, now)
 	return nil
 }
 
-// decodeAll decodes every record of ld into recs. A record that fails is
+// decodeAll decodes every record of ld into buf. A record that fails is
 // counted, logged with the attribute at fault, and left out alone.
-func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, recs []flowrecord.Record) []flowrecord.Record {
+func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, buf *decodeBuffer) []flowrecord.Record {
 	var received int64
-	recs = slices.Grow(recs, ld.LogRecordCount())
+	recs := slices.Grow(buf.recs[:0], ld.LogRecordCount())
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {
 		cluster := clusterUID(rls.At(i).Resource())
@@ -242,7 +257,11 @@ func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, recs []flow
 			for k := range lrs.Len() {
 				received++
 				recs = append(recs, flowrecord.Record{})
-				if !p.decodeOne(ctx, lrs.At(k), &recs[len(recs)-1]) {
+				r := &recs[len(recs)-1]
+				buf.lend(r)
+				ok := p.decodeOne(ctx, lrs.At(k), r, &buf.dec)
+				buf.settle(r)
+				if !ok {
 					recs = recs[:len(recs)-1]
 					continue
 				}
@@ -263,9 +282,16 @@ func clusterUID(res pcommon.Resource) string {
 	return ""
 }
 
-// decodeOne decodes lr into r and reports whether r can be used.
-func (p *flowProcessor) decodeOne(ctx context.Context, lr plog.LogRecord, r *flowrecord.Record) bool {
-	if err := flowrecord.Decode(lr, r); err != nil {
+// decodeOne decodes lr into r, with dec when it is not nil (see
+// flowrecord.Decoder), and reports whether r can be used.
+func (p *flowProcessor) decodeOne(ctx context.Context, lr plog.LogRecord, r *flowrecord.Record, dec *flowrecord.Decoder) bool {
+	var err error
+	if dec != nil {
+		err = dec.Decode(lr, r)
+	} else {
+		err = flowrecord.Decode(lr, r)
+	}
+	if err != nil {
 		p.tel.ProcessorFlowCorrelationRecordsDropped.Add(ctx, 1, withReason(reasonDecodeError))
 		p.logger.Error("dropping a flow record that does not decode", zap.Error(err))
 		return false
@@ -297,7 +323,7 @@ func (p *flowProcessor) proxy(ctx context.Context, ld plog.Logs) error {
 		for j := range sls.Len() {
 			sls.At(j).LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
 				received++
-				if !p.decodeOne(ctx, lr, &r) {
+				if !p.decodeOne(ctx, lr, &r, nil) {
 					return true
 				}
 				r.Direction = flowDirection(&r) // from what the Node said, as Antrea

@@ -3,8 +3,11 @@ package flowcorrelationprocessor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +25,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/aggregate"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/metadata"
 )
 
@@ -358,4 +362,140 @@ func TestTupleReuseIsCounted(t *testing.T) {
 	assert.Equal(t, map[time.Time]uint64{t0: 5000, newSrc.Start: 300}, sums, "each connection's deltas add up to its own total")
 	assert.EqualValues(t, 1, h.sum(t, "connections_replaced"))
 	assert.EqualValues(t, 1, h.sum(t, "records_late", attribute.String("kind", "replaced")))
+}
+
+func mapID(m map[string]string) uintptr { return uintptr(reflect.ValueOf(m).UnsafePointer()) }
+
+// The label maps of forgotten connections are what the next records are
+// decoded into, each holding its own record's labels only.
+func TestDecodeBufferReusesForgottenLabelMaps(t *testing.T) {
+	for _, enc := range []struct {
+		name   string
+		encode func(*flowrecord.Record, plog.LogRecord)
+	}{{"attributes", flowrecord.Encode}, {"compact", flowrecord.EncodeCompact}} {
+		t.Run(enc.name, func(t *testing.T) {
+			tbl := aggregate.New(aggregate.Settings{ActiveTimeout: time.Minute, InactiveTimeout: time.Minute, PairingTimeout: time.Minute, RecycleLabels: true})
+			emit := func(*flowrecord.Record, aggregate.Reason) {}
+			old := map[uintptr]bool{}
+			for i := range 5 {
+				src, dst := realisticHalves(i)
+				src.Source.PodLabels["extra"] = "a label the next records do not have"
+				old[mapID(src.Source.PodLabels)], old[mapID(dst.Destination.PodLabels)] = true, true
+				tbl.Add(src, t0, emit)
+				tbl.Add(dst, t0, emit)
+			}
+			tbl.Expire(t0.Add(time.Hour), emit) // all forgotten
+			buf := newDecodeBuffer().(*decodeBuffer)
+			buf.refill(tbl, 5)
+			require.Len(t, buf.labels, 10, "two maps a connection")
+
+			reused := 0
+			for i := range 4 {
+				src, dst := realisticHalves(100 + i)
+				src.Source.PodLabels = map[string]string{"k": fmt.Sprint(i)}
+				dst.Destination.PodLabels = nil
+				dst.Source.PodLabels = map[string]string{"seen-by": "dst"}
+				for _, in := range []*flowrecord.Record{src, dst} {
+					ld := encodedLogs(enc.encode, in)
+					var r flowrecord.Record
+					buf.lend(&r)
+					require.NoError(t, buf.dec.Decode(ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0), &r))
+					buf.settle(&r)
+					assert.Equal(t, in.Source.PodLabels, r.Source.PodLabels)
+					assert.Equal(t, in.Destination.PodLabels, r.Destination.PodLabels)
+					for _, m := range []map[string]string{r.Source.PodLabels, r.Destination.PodLabels} {
+						if m != nil && old[mapID(m)] {
+							reused++
+						}
+					}
+				}
+			}
+			// (one more is lent: the decoder holds it for destination labels.)
+			assert.Equal(t, 8, reused, "every record's labels are decoded into a recycled map")
+			assert.Len(t, buf.labels, 1)
+		})
+	}
+}
+
+// Through the processor: connections forgotten, their maps recycled, and the
+// next connections' exports (the first, and the last after an update)
+// carry exactly their own labels.
+func TestRecycledLabelMapsCarryOnlyTheirOwnLabels(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	h := newHarness(t, aggregateConfig(), sink)
+	round := func(first int, labels func(i int) (src, dst map[string]string)) {
+		sink.Reset()
+		var srcs, dsts, updates []*flowrecord.Record
+		want := map[string][2]map[string]string{}
+		for i := first; i < first+10; i++ {
+			s, d := realisticHalves(i)
+			s.Source.PodLabels, d.Destination.PodLabels = labels(i)
+			u := *s
+			u.End, u.Stats.OctetTotal, u.Stats.OctetDelta = u.End.Add(time.Second), u.Stats.OctetTotal+100, 100
+			srcs, dsts, updates = append(srcs, s), append(dsts, d), append(updates, &u)
+			want[s.Key] = [2]map[string]string{s.Source.PodLabels, d.Destination.PodLabels}
+		}
+		// One record a batch, so later ones decode into maps earlier batches took back.
+		for _, r := range slices.Concat(srcs, dsts, updates) {
+			require.NoError(t, h.p.ConsumeLogs(ctx, encodedLogs(flowrecord.EncodeCompact, r)))
+		}
+		h.clock.advance(time.Hour) // every connection exported once more and forgotten
+		got := decodeAllLogs(t, sink.AllLogs())
+		require.Len(t, got, 20)
+		for _, r := range got {
+			w := want[r.Key]
+			assert.Equal(t, w[0], r.Source.PodLabels, r.Key)
+			assert.Equal(t, w[1], r.Destination.PodLabels, r.Key)
+		}
+	}
+	round(0, func(i int) (map[string]string, map[string]string) {
+		return map[string]string{"app": "web", "tier": "front", "n": fmt.Sprint(i)}, map[string]string{"app": "api", "x": "y"}
+	})
+	round(1000, func(i int) (map[string]string, map[string]string) {
+		return map[string]string{"only": fmt.Sprint(i)}, nil
+	})
+	round(2000, func(i int) (map[string]string, map[string]string) {
+		return nil, map[string]string{"dst": fmt.Sprint(i)}
+	})
+	round(3000, func(i int) (map[string]string, map[string]string) {
+		return map[string]string{"a": fmt.Sprint(i)}, map[string]string{"b": fmt.Sprint(i)}
+	})
+}
+
+// Concurrent batches (as several receivers' goroutines deliver them) take
+// and give back label maps through the table: each export still carries
+// its own connection's labels (run with -race).
+func TestConcurrentBatchesRecycleLabelsSafely(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	h := newHarness(t, aggregateConfig(), sink)
+	const workers, perWorker = 4, 25
+	for round := range 3 {
+		sink.Reset()
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range perWorker {
+					n := round*10000 + w*1000 + i
+					s, d := realisticHalves(n)
+					s.Source.PodLabels = map[string]string{"conn": fmt.Sprint(n)}
+					d.Destination.PodLabels = map[string]string{"conn": fmt.Sprint(n), "side": "dst"}
+					for _, r := range []*flowrecord.Record{s, d} {
+						assert.NoError(t, h.p.ConsumeLogs(ctx, encodedLogs(flowrecord.EncodeCompact, r)))
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		got := decodeAllLogs(t, sink.AllLogs())
+		require.Len(t, got, workers*perWorker)
+		for _, r := range got {
+			conn := r.Source.PodLabels["conn"]
+			assert.Equal(t, map[string]string{"conn": conn}, r.Source.PodLabels)
+			assert.Equal(t, map[string]string{"conn": conn, "side": "dst"}, r.Destination.PodLabels)
+			assert.Equal(t, fmt.Sprintf("web-7d9f-%05s", conn), r.Source.PodName, "the labels are the record's own connection's")
+		}
+		h.clock.advance(time.Hour) // all forgotten: their maps go back to the table
+	}
 }

@@ -29,7 +29,10 @@ type batch struct {
 	scopeName, version string
 	clusters           []clusterRecords
 	n                  int
-	byState            [4]int64 // records per flowrecord.CorrelationState
+	// hint is how many records the batch may get at most, when known: each
+	// cluster's record slice is sized for what is left of it at once.
+	hint    int
+	byState [4]int64 // records per flowrecord.CorrelationState
 }
 
 // clusterRecords are the records of one cluster in a batch.
@@ -38,8 +41,8 @@ type clusterRecords struct {
 	records plog.LogRecordSlice
 }
 
-func newBatch(scopeName, version string) *batch {
-	return &batch{logs: plog.NewLogs(), scopeName: scopeName, version: version}
+func newBatch(scopeName, version string, hint int) *batch {
+	return &batch{logs: plog.NewLogs(), scopeName: scopeName, version: version, hint: hint}
 }
 
 func (b *batch) add(r *flowrecord.Record) {
@@ -64,6 +67,9 @@ func (b *batch) recordsOf(uid string) plog.LogRecordSlice {
 	sl := rl.ScopeLogs().AppendEmpty()
 	sl.Scope().SetName(b.scopeName)
 	sl.Scope().SetVersion(b.version)
+	if left := b.hint - b.n; left > 0 {
+		sl.LogRecords().EnsureCapacity(left)
+	}
 	b.clusters = append(b.clusters, clusterRecords{uid: uid, records: sl.LogRecords()})
 	return b.clusters[len(b.clusters)-1].records
 }

@@ -1,7 +1,6 @@
 package aggregate
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
@@ -10,7 +9,7 @@ import (
 // entry is one connection held by the table: the record built from its
 // halves, its per-Node statistics and its deadlines.
 type entry struct {
-	rec flowrecord.Record // Aggregation is nil here; agg holds it; Key is the table's key
+	rec flowrecord.Record // Aggregation points at agg; Key is the table's key; Observed, Correlation, Evicted and Reporter are set by export
 	agg flowrecord.Aggregation
 	// sourceLow and destinationLow are each side's counter spans' lowest
 	// starts (see ledger.go); the deltas in rec and agg are what is not
@@ -38,8 +37,8 @@ type entry struct {
 	activeDeadline   time.Time // ready: re-export then, if updated
 	inactiveDeadline time.Time // ready: forget then (after a last export if updated)
 
-	due   time.Time // heap order; may be earlier than the real next deadline
-	index int       // position in the heap
+	due   int64 // heap order, Unix ns; may be earlier than the real next deadline
+	index int   // position in the heap
 }
 
 // state is the correlation state an export of e carries.
@@ -67,23 +66,67 @@ func (e *entry) nextDeadline() time.Time {
 
 // deadlineQueue is a min-heap of entries by due time. Deadlines that move
 // later are not re-sorted (the entry is looked at early and pushed back);
-// deadlines that move earlier are, so nothing is ever late.
+// deadlines that move earlier are, so nothing is ever late. It is typed (no
+// container/heap): no interface calls, and due compares as an integer.
 type deadlineQueue []*entry
 
-func (q deadlineQueue) Len() int           { return len(q) }
-func (q deadlineQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
-func (q deadlineQueue) Swap(i, j int) {
+func (q deadlineQueue) less(i, j int) bool { return q[i].due < q[j].due }
+
+func (q deadlineQueue) swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].index, q[j].index = i, j
 }
-func (q *deadlineQueue) Push(x any) {
-	e := x.(*entry)
+
+// up moves the entry at i towards the root while it is due before its parent.
+func (q deadlineQueue) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !q.less(i, parent) {
+			return
+		}
+		q.swap(i, parent)
+		i = parent
+	}
+}
+
+// down moves the entry at i away from the root, among the first n, while a
+// child is due before it; it reports whether it moved.
+func (q deadlineQueue) down(i, n int) bool {
+	start := i
+	for {
+		child := 2*i + 1
+		if child >= n || child < 0 {
+			break
+		}
+		if right := child + 1; right < n && q.less(right, child) {
+			child = right
+		}
+		if !q.less(child, i) {
+			break
+		}
+		q.swap(i, child)
+		i = child
+	}
+	return i > start
+}
+
+// push adds e, its due set.
+func (q *deadlineQueue) push(e *entry) {
 	e.index = len(*q)
 	*q = append(*q, e)
+	q.up(e.index)
 }
-func (q *deadlineQueue) Pop() any {
+
+// remove takes out the entry at i and returns it.
+func (q *deadlineQueue) remove(i int) *entry {
+	n := len(*q) - 1
+	if i != n {
+		q.swap(i, n)
+		if !q.down(i, n) {
+			q.up(i)
+		}
+	}
 	old := *q
-	n := len(old) - 1
 	e := old[n]
 	old[n] = nil
 	e.index = -1
@@ -91,11 +134,21 @@ func (q *deadlineQueue) Pop() any {
 	return e
 }
 
+// pop takes out the entry due first.
+func (q *deadlineQueue) pop() *entry { return q.remove(0) }
+
+// fix restores the order after the due of the entry at i changed.
+func (q deadlineQueue) fix(i int) {
+	if !q.down(i, len(q)) {
+		q.up(i)
+	}
+}
+
 // reschedule moves e earlier in the queue when its next deadline is earlier
 // than its place.
-func (q *deadlineQueue) reschedule(e *entry) {
-	if d := e.nextDeadline(); d.Before(e.due) {
+func (q deadlineQueue) reschedule(e *entry) {
+	if d := e.nextDeadline().UnixNano(); d < e.due {
 		e.due = d
-		heap.Fix(q, e.index)
+		q.up(e.index)
 	}
 }

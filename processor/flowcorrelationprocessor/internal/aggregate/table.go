@@ -7,7 +7,6 @@
 package aggregate
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
@@ -25,6 +24,11 @@ type Settings struct {
 	PairingTimeout time.Duration
 	// MaxRecords bounds the connections held; 0 means unbounded.
 	MaxRecords int
+	// RecycleLabels: the label maps of the records added are the table's
+	// (the caller neither reads nor changes them after Add, and no two
+	// records share one); those of forgotten connections are cleared and
+	// kept for TakeLabels.
+	RecycleLabels bool
 }
 
 // Reason says why a record is exported.
@@ -44,8 +48,9 @@ var reasonNames = [...]string{"ready", "active_timeout", "inactive_timeout", "pa
 
 func (r Reason) String() string { return reasonNames[r] }
 
-// Emit receives each exported record. The record is only valid during the
-// call: encode or copy it there.
+// Emit receives each exported record. The record is the table's own and
+// only valid during the call: encode or copy it there, and do not modify it
+// (copy it first).
 type Emit func(r *flowrecord.Record, why Reason)
 
 // Table holds the connections being correlated.
@@ -77,8 +82,10 @@ type Table struct {
 	// replaced on its tuple (see reuse.go); rare, so kept out of the entries.
 	replaced map[string]starts
 
-	out    flowrecord.Record // the record handed to Emit
-	outAgg flowrecord.Aggregation
+	// free are forgotten entries, zeroed, for the next inserts; labels
+	// their label maps, cleared, for the caller (see free.go).
+	free   freeList[*entry]
+	labels freeList[map[string]string]
 }
 
 // New returns an empty table.
@@ -128,8 +135,8 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 		if e.ready {
 			t.export(e, now, ReasonReady, emit)
 		}
-		e.due = e.nextDeadline()
-		heap.Push(&t.queue, e)
+		e.due = e.nextDeadline().UnixNano()
+		t.queue.push(e)
 		t.enforceBound(now, emit)
 		return
 	}
@@ -160,8 +167,9 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 }
 
 func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) *entry {
-	e := &entry{rec: *r, first: h, updated: true}
-	e.rec.Aggregation = nil
+	e := t.newEntry()
+	e.rec, e.first, e.updated = *r, h, true
+	e.rec.Aggregation = &e.agg
 	e.rec.Key = key
 	e.required = correlationRequired(r, h)
 	e.relay = h == halfRelay
@@ -180,7 +188,7 @@ func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) 
 // finish exports what is unreported of e, a connection a new one on its
 // tuple replaced, and forgets it.
 func (t *Table) finish(e *entry, now time.Time, emit Emit) {
-	heap.Remove(&t.queue, e.index)
+	t.queue.remove(e.index)
 	t.forget(e)
 	if !e.ready {
 		t.pending--
@@ -188,6 +196,7 @@ func (t *Table) finish(e *entry, now time.Time, emit Emit) {
 	if !e.ready || e.updated {
 		t.export(e, now, ReasonReplaced, emit)
 	}
+	t.release(e)
 	if t.OnReplaced != nil {
 		t.OnReplaced()
 	}
@@ -206,16 +215,20 @@ func (t *Table) forget(e *entry) {
 // timeout passed if they have new data, and forgets connections whose
 // inactive timeout passed, after a last export if they have new data.
 func (t *Table) Expire(now time.Time, emit Emit) {
-	for len(t.queue) > 0 && !t.queue[0].due.After(now) {
+	t.trimFree()
+	due := now.UnixNano()
+	for len(t.queue) > 0 && t.queue[0].due <= due {
 		e := t.queue[0]
 		if t.expire(e, now, emit) {
-			heap.Pop(&t.queue)
+			t.queue.pop()
 			t.forget(e)
+			t.release(e)
 			continue
 		}
-		e.due = e.nextDeadline()
-		heap.Fix(&t.queue, 0)
+		e.due = e.nextDeadline().UnixNano()
+		t.queue.fix(0)
 	}
+	t.markFree()
 }
 
 // expire handles e at now and reports whether it is to be forgotten.
@@ -252,7 +265,7 @@ func (t *Table) expire(e *entry, now time.Time, emit Emit) bool {
 // an export, since nothing of it is unreported.
 func (t *Table) enforceBound(now time.Time, emit Emit) {
 	for t.s.MaxRecords > 0 && len(t.entries) > t.s.MaxRecords {
-		e := heap.Pop(&t.queue).(*entry)
+		e := t.queue.pop()
 		t.forget(e)
 		if !e.ready {
 			t.pending--
@@ -260,6 +273,7 @@ func (t *Table) enforceBound(now time.Time, emit Emit) {
 		if !e.ready || e.updated {
 			t.export(e, now, ReasonEvicted, emit)
 		}
+		t.release(e)
 	}
 }
 
@@ -276,6 +290,7 @@ func (t *Table) Flush(now time.Time, emit Emit) {
 	clear(t.queue)
 	t.pending = 0
 	t.queue = t.queue[:0]
+	t.free, t.labels = freeList[*entry]{}, freeList[map[string]string]{}
 }
 
 // export hands a snapshot of e to emit, then starts a new reporting period:
@@ -285,17 +300,17 @@ func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
 		t.foldRelay(e, now, why)
 		return
 	}
-	t.out = e.rec
-	t.outAgg = e.agg
-	t.out.Aggregation = &t.outAgg
-	t.out.Observed = now
-	t.out.Correlation = e.state()
-	t.out.Evicted = why == ReasonEvicted
+	// The entry's record is handed out as it is (no copy of a kilobyte per
+	// export): the fields set here are only read by exports.
+	r := &e.rec
+	r.Observed = now
+	r.Correlation = e.state()
+	r.Evicted = why == ReasonEvicted
 	if e.paired {
 		// Both Nodes reported it; they are named in the endpoints.
-		t.out.Reporter = flowrecord.Reporter{Side: flowrecord.SideBoth}
+		r.Reporter = flowrecord.Reporter{Side: flowrecord.SideBoth}
 	}
-	emit(&t.out, why)
+	emit(r, why)
 	resetAfterExport(e)
 	e.updated = false
 	e.activeDeadline = now.Add(t.s.ActiveTimeout)
