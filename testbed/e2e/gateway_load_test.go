@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +26,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flowtel/flowtel/distributions"
 	"github.com/flowtel/flowtel/internal/flowrecord"
@@ -45,6 +49,8 @@ import (
 // exporter to the sink (a user's choice; gzip is the exporter's default). One
 // run goes through them in order, so a before/after comparison is one
 // interleaved run (-count 2). The shipped node configuration is compact + zstd.
+// The gateways run with the Go runtime settings of the shipped gateway
+// container (GOGC, GOMEMLIMIT: deploy/kubernetes/base/gateway).
 func BenchmarkGateway(b *testing.B) {
 	const conns = 200_000
 	for _, sh := range loadShapes {
@@ -105,11 +111,12 @@ func benchmarkGateway(b *testing.B, sh loadShape, conns int) {
 	sink := startOTLPReceiver(b, countingConsumer(&out, &notPaired, &undecodable))
 
 	dir := b.TempDir()
+	runtimeEnv := shippedGatewayRuntimeEnv(b)
 	var gateways []*collector.Process
 	var endpoints []string
 	for i := range replicas {
 		port := freePort(b)
-		g, _ := startCollector(b, ctx, collector.Options{Name: fmt.Sprintf("gateway-%d", i), Binary: gatewayBin, Dir: dir,
+		g, _ := startCollector(b, ctx, collector.Options{Name: fmt.Sprintf("gateway-%d", i), Binary: gatewayBin, Dir: dir, Env: runtimeEnv,
 			Configs: []string{distributions.Config(distributions.Gateway)}, Config: loadGatewayOverlay(port, sink, sh.sinkCompression)})
 		gateways = append(gateways, g)
 		endpoints = append(endpoints, fmt.Sprintf("127.0.0.1:%d", port))
@@ -188,6 +195,26 @@ func benchmarkGateway(b *testing.B, sh loadShape, conns int) {
 	b.ReportMetric(100*(cpuAfter[len(gateways)]-cpuBefore[len(gateways)]).Seconds()/elapsed.Seconds(), "front-cpu-%/core")
 	b.ReportMetric(float64(gwCPU.Microseconds())/float64(in), "gateway-cpu-µs/record-in")
 	b.ReportMetric(100*self.Seconds()/elapsed.Seconds(), "generator+receiver-cpu-%/core")
+}
+
+// shippedGatewayRuntimeEnv is the Go runtime's settings (GOGC, GOMEMLIMIT)
+// of the gateway container in the kustomize base, so the load run measures
+// the gateway as it is deployed.
+func shippedGatewayRuntimeEnv(b *testing.B) []string {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "kubernetes", "base", "gateway", "statefulset.yaml"))
+	require.NoError(b, err)
+	var ss appsv1.StatefulSet
+	require.NoError(b, yaml.Unmarshal(raw, &ss))
+	var env []string
+	for _, c := range ss.Spec.Template.Spec.Containers {
+		for _, v := range c.Env {
+			if v.Name == "GOGC" || v.Name == "GOMEMLIMIT" {
+				env = append(env, v.Name+"="+v.Value)
+			}
+		}
+	}
+	require.Len(b, env, 2, "GOGC and GOMEMLIMIT of the gateway in deploy/kubernetes/base")
+	return env
 }
 
 // loadGatewayOverlay is what the shipped gateway configuration needs for the

@@ -133,7 +133,7 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 
 {{/*
 The GOMEMLIMIT env entry of a collector container: the Go runtime's soft memory
-limit at 80 % of the container's resources.limits.memory (docs/deploy.md, "Memory
+limit at 55 % of the container's resources.limits.memory (docs/deploy.md, "Memory
 and GC"), in KiB; nothing when the container has no memory limit. Takes
 (dict "resources" <the container's resources> "what" <its values path>).
 */}}
@@ -144,13 +144,13 @@ and GC"), in KiB; nothing when the container has no memory limit. Takes
 {{- end }}{{ end }}{{ end -}}
 {{- if $q -}}
 {{- if not (regexMatch "^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$" $q) -}}
-{{- fail (printf "%s.resources.limits.memory: %q is not a quantity the chart can read (GOMEMLIMIT is 80 %% of it); write a whole number of bytes, or of Ki, Mi, Gi, Ti, k, M, G or T" .what $q) -}}
+{{- fail (printf "%s.resources.limits.memory: %q is not a quantity the chart can read (GOMEMLIMIT is 55 %% of it); write a whole number of bytes, or of Ki, Mi, Gi, Ti, k, M, G or T" .what $q) -}}
 {{- end -}}
 {{- $unit := regexReplaceAll "^[0-9]+" $q "" -}}
 {{- $bytesPer := dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 -}}
 {{- $bytes := mul (regexReplaceAll "[^0-9]" $q "" | int64) (get $bytesPer $unit) -}}
-# The Go runtime's soft memory limit: 80 % of {{ .what }}.resources.limits.memory.
+# The Go runtime's soft memory limit: 55 % of {{ .what }}.resources.limits.memory.
 - name: GOMEMLIMIT
-  value: {{ printf "%dKiB" (div (mul $bytes 4) 5120) | quote }}
+  value: {{ printf "%dKiB" (div (mul $bytes 11) 20480) | quote }}
 {{- end -}}
 {{- end -}}
