@@ -49,10 +49,20 @@ type buffer struct {
 	str  proto.ColStr
 }
 
-// filler is a column's buffer and the accessor of the value it holds.
+// filler is a column's buffer and the accessor of the value it holds, and
+// the offset of the Record field the accessor reads (-1 if none, offsets).
 type filler[C any, V any] struct {
 	buf *C
 	get func(*flowrecord.Record) V
+	off int
+}
+
+// value is the column's value in r.
+func (c *filler[C, V]) value(r *flowrecord.Record) V {
+	if c.off >= 0 {
+		return *(*V)(unsafe.Add(unsafe.Pointer(r), c.off))
+	}
+	return c.get(r)
 }
 
 // NewBlock returns an empty block with room for capacity rows.
@@ -63,28 +73,28 @@ func NewBlock(capacity int) *Block {
 		switch Columns[i].kind {
 		case kindTime:
 			buf.time.Data = make([]proto.DateTime, 0, capacity)
-			b.times = append(b.times, filler[proto.ColDateTime, time.Time]{&buf.time, v.Time})
+			b.times = append(b.times, filler[proto.ColDateTime, time.Time]{&buf.time, v.Time, offsets[i]})
 		case kindUInt8:
 			buf.u8 = make(proto.ColUInt8, 0, capacity)
-			b.u8s = append(b.u8s, filler[proto.ColUInt8, uint8]{&buf.u8, v.Uint8})
+			b.u8s = append(b.u8s, filler[proto.ColUInt8, uint8]{&buf.u8, v.Uint8, offsets[i]})
 		case kindUInt16:
 			buf.u16 = make(proto.ColUInt16, 0, capacity)
-			b.u16s = append(b.u16s, filler[proto.ColUInt16, uint16]{&buf.u16, v.Uint16})
+			b.u16s = append(b.u16s, filler[proto.ColUInt16, uint16]{&buf.u16, v.Uint16, offsets[i]})
 		case kindUInt64:
 			buf.u64 = make(proto.ColUInt64, 0, capacity)
-			b.u64s = append(b.u64s, filler[proto.ColUInt64, uint64]{&buf.u64, v.Uint64})
+			b.u64s = append(b.u64s, filler[proto.ColUInt64, uint64]{&buf.u64, v.Uint64, offsets[i]})
 		case kindString:
 			buf.str.Pos = make([]proto.Position, 0, capacity)
-			b.strs = append(b.strs, filler[proto.ColStr, string]{&buf.str, v.String})
+			b.strs = append(b.strs, filler[proto.ColStr, string]{&buf.str, v.String, offsets[i]})
 		case kindName:
 			buf.str.Pos = make([]proto.Position, 0, capacity)
-			b.strs = append(b.strs, filler[proto.ColStr, string]{&buf.str, v.Name})
+			b.strs = append(b.strs, filler[proto.ColStr, string]{&buf.str, v.Name, offsets[i]})
 		case kindAddr:
 			buf.str.Pos = make([]proto.Position, 0, capacity)
-			b.addrs = append(b.addrs, filler[proto.ColStr, netip.Addr]{&buf.str, v.Addr})
+			b.addrs = append(b.addrs, filler[proto.ColStr, netip.Addr]{&buf.str, v.Addr, offsets[i]})
 		case kindLabels:
 			buf.str.Pos = make([]proto.Position, 0, capacity)
-			b.labels = append(b.labels, filler[proto.ColStr, map[string]string]{&buf.str, v.Labels})
+			b.labels = append(b.labels, filler[proto.ColStr, map[string]string]{&buf.str, v.Labels, offsets[i]})
 		}
 	}
 	b.addrTexts = make([]antreawire.Texts, len(b.addrs))
@@ -112,35 +122,35 @@ func (b *Block) AddRows(rows []Row) {
 	for _, c := range b.times {
 		col := c.buf.Data
 		for i := range rows {
-			col = append(col, proto.DateTime(antreawire.UnixSeconds(c.get(rows[i].Record))))
+			col = append(col, proto.DateTime(antreawire.UnixSeconds(c.value(rows[i].Record))))
 		}
 		c.buf.Data = col
 	}
 	for _, c := range b.u8s {
 		col := *c.buf
 		for i := range rows {
-			col = append(col, c.get(rows[i].Record))
+			col = append(col, c.value(rows[i].Record))
 		}
 		*c.buf = col
 	}
 	for _, c := range b.u16s {
 		col := *c.buf
 		for i := range rows {
-			col = append(col, c.get(rows[i].Record))
+			col = append(col, c.value(rows[i].Record))
 		}
 		*c.buf = col
 	}
 	for _, c := range b.u64s {
 		col := *c.buf
 		for i := range rows {
-			col = append(col, c.get(rows[i].Record))
+			col = append(col, c.value(rows[i].Record))
 		}
 		*c.buf = col
 	}
 	for _, c := range b.strs {
 		buf, pos := c.buf.Buf, c.buf.Pos
 		for i := range rows {
-			s := c.get(rows[i].Record)
+			s := c.value(rows[i].Record)
 			start := len(buf)
 			buf = append(buf, s...)
 			pos = append(pos, proto.Position{Start: start, End: len(buf)})
@@ -151,7 +161,7 @@ func (b *Block) AddRows(rows []Row) {
 		t := &b.addrTexts[j]
 		buf, pos := c.buf.Buf, c.buf.Pos
 		for i := range rows {
-			a := c.get(rows[i].Record)
+			a := c.value(rows[i].Record)
 			start := len(buf)
 			if a.Is4() {
 				buf = a.AppendTo(buf)
@@ -165,7 +175,7 @@ func (b *Block) AddRows(rows []Row) {
 	for j, c := range b.labels {
 		t := &b.labelTexts[j]
 		for i := range rows {
-			c.buf.Append(t.Labels(c.get(rows[i].Record)))
+			c.buf.Append(t.Labels(c.value(rows[i].Record)))
 		}
 	}
 	b.rows += len(rows)

@@ -3,7 +3,10 @@ package flowtable
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -97,4 +100,40 @@ func TestAddRowsAgree(t *testing.T) {
 			require.Equal(t, text, want[i].([]string)[j], "column %s, row %d", c.Name, j)
 		}
 	}
+}
+
+// The columns read directly at a field's offset read what their accessors
+// return, for every test record; and most columns are read so.
+func TestOffsetsReadTheAccessorsFields(t *testing.T) {
+	direct := 0
+	for i, c := range Columns {
+		off := offsets[i]
+		if off < 0 {
+			continue
+		}
+		direct++
+		for j, r := range flowrecordtest.Records() {
+			at := unsafe.Add(unsafe.Pointer(r), off)
+			v := &c.value
+			var got, want any
+			switch c.kind {
+			case kindTime:
+				got, want = *(*time.Time)(at), v.Time(r)
+			case kindUInt8:
+				got, want = *(*uint8)(at), v.Uint8(r)
+			case kindUInt16:
+				got, want = *(*uint16)(at), v.Uint16(r)
+			case kindUInt64:
+				got, want = *(*uint64)(at), v.Uint64(r)
+			case kindString:
+				got, want = *(*string)(at), v.String(r)
+			case kindAddr:
+				got, want = *(*netip.Addr)(at), v.Addr(r)
+			default:
+				t.Fatalf("column %s of kind %d has an offset", c.Name, c.kind)
+			}
+			require.Equal(t, want, got, "column %s, record %d", c.Name, j)
+		}
+	}
+	require.Greater(t, direct, len(Columns)*3/4)
 }
