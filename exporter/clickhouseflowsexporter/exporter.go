@@ -223,7 +223,7 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		e.tel.recordInsertFailed(ctx, n, prepareReason(err))
 		return err
 	}
-	block := e.takeBlock()
+	block := e.takeBlock(n)
 	defer e.keepBlock(block)
 	bad, firstErr := e.fillBlock(block, ld)
 	if bad > 0 {
@@ -267,13 +267,15 @@ func (e *flowsExporter) insert(ctx context.Context, block *flowtable.Block) erro
 	return batch.Send()
 }
 
-// takeBlock is an empty block, a kept one when there is one.
-func (e *flowsExporter) takeBlock() *flowtable.Block {
+// takeBlock is an empty block, a kept one when there is one, else a new one
+// with room for rows rows (so that its columns do not grow value by value
+// from a small size, copying themselves as they go).
+func (e *flowsExporter) takeBlock(rows int) *flowtable.Block {
 	select {
 	case b := <-e.blocks:
 		return b
 	default:
-		return flowtable.NewBlock(1024)
+		return flowtable.NewBlock(rows)
 	}
 }
 

@@ -1,11 +1,31 @@
 package clickhouseflowsexporter
 
 import (
+	"sync"
+
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
+
+// chunkRows is how many records fillBlock decodes before it adds them to
+// the block, column by column (flowtable.Block.AddRows): enough for a
+// column's loop to pay off, few enough for the records to stay in cache.
+const chunkRows = 32
+
+// chunk is the records fillBlock decodes before adding them to the block,
+// each with its own Decoder: a Decoder lends the next record it decodes the
+// memory (label maps, aggregation) of the one before, which must stay intact
+// until AddRows.
+type chunk struct {
+	decs [chunkRows]flowrecord.Decoder
+	recs [chunkRows]flowrecord.Record
+	rows [chunkRows]flowtable.Row
+}
+
+// chunks are the chunks of finished fillBlocks.
+var chunks = sync.Pool{New: func() any { return new(chunk) }}
 
 // fillBlock decodes the log records of ld and adds their rows to block.
 // Records that are not flow records are skipped and counted in bad.
@@ -16,28 +36,33 @@ import (
 // on two cores shared with the server; the queue's consumers already insert
 // several batches at once under load.
 func (e *flowsExporter) fillBlock(block *flowtable.Block, ld plog.Logs) (bad int, firstErr error) {
-	var rec flowrecord.Record
-	var dec flowrecord.Decoder // block.Add is done with rec before the next record
-	row := flowtable.Row{Record: &rec}
+	c := chunks.Get().(*chunk)
+	defer chunks.Put(c)
+	n := 0
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
-		row.ClusterUUID = e.clusterUUID(rl)
+		uuid := e.clusterUUID(rl)
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
-				if err := dec.Decode(lrs.At(k), &rec); err != nil {
+				if err := c.decs[n].Decode(lrs.At(k), &c.recs[n]); err != nil {
 					bad++
 					if firstErr == nil {
 						firstErr = err
 					}
 					continue
 				}
-				block.Add(&row)
+				c.rows[n] = flowtable.Row{Record: &c.recs[n], ClusterUUID: uuid}
+				if n++; n == chunkRows {
+					block.AddRows(c.rows[:n])
+					n = 0
+				}
 			}
 		}
 	}
+	block.AddRows(c.rows[:n])
 	return bad, firstErr
 }
 

@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
+	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
@@ -68,4 +72,37 @@ func TestUnevenBatchWrittenOnce(t *testing.T) {
 	if n := count(t, conn, "SELECT uniqExact(clusterUUID) FROM large.flows"); n < 2 {
 		t.Errorf("%d cluster UUIDs, want the resources' several", n)
 	}
+}
+
+// fillBlock, which decodes records in chunks each with its own Decoder,
+// fills the columns that decoding every record on its own and adding it
+// gives: no record of a chunk shares memory (label maps, aggregation) with
+// another, whatever mix of record kinds and invalid records it holds.
+func TestFillBlockChunksAgree(t *testing.T) {
+	ld := benchLogs(1)[0]
+	more, _ := unevenLogs(500)
+	more.ResourceLogs().MoveAndAppendTo(ld.ResourceLogs())
+	e := &flowsExporter{cfg: &Config{}}
+	block := flowtable.NewBlock(0)
+	bad, _ := e.fillBlock(block, ld)
+
+	want := flowtable.NewBlock(0)
+	wantBad := 0
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				var rec flowrecord.Record
+				if err := flowrecord.Decode(lr, &rec); err != nil {
+					wantBad++
+					continue
+				}
+				want.Add(&flowtable.Row{Record: &rec, ClusterUUID: e.clusterUUID(rl)})
+			}
+		}
+	}
+	if bad != wantBad || bad == 0 {
+		t.Errorf("%d bad records, want %d (and some)", bad, wantBad)
+	}
+	require.Equal(t, want.Len(), block.Len())
+	require.Equal(t, want.Slices(), block.Slices())
 }

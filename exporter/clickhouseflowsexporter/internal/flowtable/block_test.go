@@ -1,7 +1,14 @@
 package flowtable
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
 	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
 )
@@ -23,4 +30,110 @@ func BenchmarkAdd(b *testing.B) {
 			block.Reset()
 		}
 	}
+}
+
+// BenchmarkAddRows measures adding decoded records to a block in chunks of
+// 32, as the exporter does, for a default-sized batch of 20,000 rows.
+func BenchmarkAddRows(b *testing.B) {
+	var rows []Row
+	for len(rows) < 32 {
+		for _, r := range flowrecordtest.Records() {
+			rows = append(rows, Row{Record: r, ClusterUUID: "c"})
+		}
+	}
+	rows = rows[:32]
+	block := NewBlock(20000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(rows) {
+		block.AddRows(rows)
+		if block.Len() > 20000-len(rows) {
+			block.Reset()
+		}
+	}
+}
+
+// TestAddRowsAgree checks that rows added in chunks of any size give the
+// columns that adding them one by one gives, and that the address and label
+// columns (written directly or through per-column caches) hold what
+// netip.Addr.String and encoding/json write.
+func TestAddRowsAgree(t *testing.T) {
+	var rows []Row
+	for n := range 4 {
+		for i, r := range flowrecordtest.Records() {
+			for range i % 3 { // runs of the same values, for the caches
+				rows = append(rows, Row{Record: r, ClusterUUID: fmt.Sprint("cluster-", n)})
+				r = flowrecordtest.Records()[i]
+			}
+			rows = append(rows, Row{Record: r, ClusterUUID: fmt.Sprint("cluster-", n)})
+		}
+	}
+	one := NewBlock(0)
+	for i := range rows {
+		one.Add(&rows[i])
+	}
+	want := one.Slices()
+	for _, size := range []int{1, 2, 5, 32, len(rows)} {
+		block := NewBlock(0)
+		for start := 0; start < len(rows); start += size {
+			block.AddRows(rows[start:min(start+size, len(rows))])
+		}
+		require.Equal(t, want, block.Slices(), "chunks of %d", size)
+	}
+	for i, c := range Columns {
+		for j, row := range rows {
+			var text string
+			switch c.kind {
+			case kindAddr:
+				if a := c.value.Addr(row.Record); a.IsValid() {
+					text = a.String()
+				}
+			case kindLabels:
+				if m := c.value.Labels(row.Record); m != nil {
+					b, err := json.Marshal(m)
+					require.NoError(t, err)
+					text = string(b)
+				}
+			default:
+				continue
+			}
+			require.Equal(t, text, want[i].([]string)[j], "column %s, row %d", c.Name, j)
+		}
+	}
+}
+
+// The columns read directly at a field's offset read what their accessors
+// return, for every test record; and most columns are read so.
+func TestOffsetsReadTheAccessorsFields(t *testing.T) {
+	direct := 0
+	for i, c := range Columns {
+		off := offsets[i]
+		if off < 0 {
+			continue
+		}
+		direct++
+		for j, r := range flowrecordtest.Records() {
+			at := unsafe.Add(unsafe.Pointer(r), off)
+			v := &c.value
+			var got, want any
+			switch c.kind {
+			case kindTime:
+				got, want = *(*time.Time)(at), v.Time(r)
+			case kindUInt8:
+				got, want = *(*uint8)(at), v.Uint8(r)
+			case kindUInt16:
+				got, want = *(*uint16)(at), v.Uint16(r)
+			case kindUInt64:
+				got, want = *(*uint64)(at), v.Uint64(r)
+			case kindString:
+				got, want = *(*string)(at), v.String(r)
+			case kindAddr:
+				got, want = *(*netip.Addr)(at), v.Addr(r)
+			default:
+				t.Fatalf("column %s of kind %d has an offset", c.Name, c.kind)
+			}
+			require.Equal(t, want, got, "column %s, record %d", c.Name, j)
+		}
+	}
+	require.Greater(t, direct, len(Columns)*3/4)
 }
