@@ -55,6 +55,11 @@ type encoder struct {
 	b    xpdata.MapBuilder
 	strs []strWrapper
 	ints []int64 // the layout of pdata's int wrapper is one int64
+	// kvs is the slab the records' attribute arrays are carved from (when
+	// pairsOffset was found): one allocation for the arrays of a few dozen
+	// records instead of one array of ~3 KB each, which took the allocator
+	// back to its central lists every other record.
+	kvs []keyValueLayout // the layout of pdata's internal.KeyValue (pdataread.go)
 }
 
 // strWrapper has the layout of pdata's string wrapper.
@@ -74,6 +79,53 @@ type (
 // The type words of pdata's string and int wrappers (as pointers held by an
 // `any`); nil when the layout is not the expected one.
 var strWrapperType, intWrapperType = probeWrappers()
+
+// pairsOffset is where a MapBuilder holds its attribute array, -1 when its
+// layout is not the expected one (then the builder allocates each array).
+var pairsOffset = probePairs()
+
+// probePairs returns the offset of xpdata.MapBuilder's array of key-value
+// pairs after checking that the pairs have the layout of keyValueLayout and
+// that a builder given an array carved from a slab writes into it.
+func probePairs() uintptr {
+	bt := reflect.TypeFor[xpdata.MapBuilder]()
+	if bt.Kind() != reflect.Struct || strWrapperType == nil {
+		return ^uintptr(0)
+	}
+	for i := range bt.NumField() {
+		f := bt.Field(i)
+		if f.Type.Kind() != reflect.Slice {
+			continue
+		}
+		kv := f.Type.Elem()
+		if kv.Kind() != reflect.Struct || kv.Size() != unsafe.Sizeof(keyValueLayout{}) || kv.NumField() < 2 ||
+			kv.Field(0).Type.Kind() != reflect.String || kv.Field(1).Offset != unsafe.Offsetof(keyValueLayout{}.value) ||
+			kv.Field(1).Type.Size() != unsafe.Sizeof(anyValueLayout{}) {
+			return ^uintptr(0)
+		}
+		// A builder on a carved array appends into it, and the map it fills
+		// reads back what was written.
+		slab := make([]keyValueLayout, 3)
+		var b xpdata.MapBuilder
+		*(*[]keyValueLayout)(unsafe.Add(unsafe.Pointer(&b), f.Offset)) = slab[1:1:2]
+		set(b.AppendEmpty("probe"), strWrapperType, unsafe.Pointer(&strWrapper{s: "value"}))
+		m := pcommon.NewMap()
+		b.UnsafeIntoMap(m)
+		v, ok := m.Get("probe")
+		if slab[1].key != "probe" || !ok || v.Str() != "value" || m.Len() != 1 || slab[0].key != "" || slab[2].key != "" {
+			return ^uintptr(0)
+		}
+		return f.Offset
+	}
+	return ^uintptr(0)
+}
+
+const slabKVs = 4096 // key-value pairs, 128 KB: the arrays of 40 aggregated records or so
+
+// pairs is where e's builder holds its array (pairsOffset found).
+func (e *encoder) pairs() *[]keyValueLayout {
+	return (*[]keyValueLayout)(unsafe.Add(unsafe.Pointer(&e.b), pairsOffset))
+}
 
 // probeWrappers returns the type words of pdata's string and int wrappers,
 // after checking every assumption the encoder makes about pdata's layout;
@@ -137,7 +189,16 @@ const slabStrs, slabInts = 1024, 512
 // values and ints int values.
 func newEncoder(attrs, strs, ints int) *encoder {
 	e := encoders.Get().(*encoder)
-	e.b.EnsureCapacity(attrs)
+	if pairsOffset == ^uintptr(0) {
+		e.b.EnsureCapacity(attrs)
+	} else {
+		if cap(e.kvs)-len(e.kvs) < attrs {
+			e.kvs = make([]keyValueLayout, 0, max(attrs, slabKVs))
+		}
+		// The record's array, with room for attrs pairs; finish gives the
+		// map only what was written, and the rest goes to the next record.
+		*e.pairs() = e.kvs[len(e.kvs):len(e.kvs):cap(e.kvs)][:0:attrs]
+	}
 	if strWrapperType == nil {
 		return e
 	}
@@ -154,6 +215,14 @@ func newEncoder(attrs, strs, ints int) *encoder {
 // finish moves the attributes into m, replacing its previous ones, and
 // gives e back.
 func (e *encoder) finish(m pcommon.Map) {
+	if pairsOffset != ^uintptr(0) {
+		// The map's array ends where its pairs do: a pair the map appends
+		// later goes to a new array, never into the next record's.
+		p := e.pairs()
+		n := len(*p)
+		*p = (*p)[:n:n]
+		e.kvs = e.kvs[:len(e.kvs)+n]
+	}
 	e.b.UnsafeIntoMap(m)
 	encoders.Put(e)
 }

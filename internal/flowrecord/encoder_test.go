@@ -1,6 +1,7 @@
 package flowrecord
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,14 +14,39 @@ import (
 func TestEncoderUsesSlabs(t *testing.T) {
 	require.NotNil(t, strWrapperType, "pdata's string wrapper layout changed: Encode allocates every value")
 	require.NotNil(t, intWrapperType, "pdata's int wrapper layout changed: Encode allocates every value")
+	require.NotEqual(t, ^uintptr(0), pairsOffset, "xpdata.MapBuilder's layout changed: Encode allocates every record's attribute array")
 }
 
-// withoutSlabs runs f with the encoder on pdata's Set* path.
+// withoutSlabs runs f with the encoder on pdata's Set* path and the
+// builder's own arrays.
 func withoutSlabs(f func()) {
-	s, i := strWrapperType, intWrapperType
-	strWrapperType, intWrapperType = nil, nil
-	defer func() { strWrapperType, intWrapperType = s, i }()
+	s, i, p := strWrapperType, intWrapperType, pairsOffset
+	strWrapperType, intWrapperType, pairsOffset = nil, nil, ^uintptr(0)
+	defer func() { strWrapperType, intWrapperType, pairsOffset = s, i, p }()
 	f()
+}
+
+// Records encoded one after the other share a slab of attribute arrays:
+// what is done to one record's attributes afterwards (a pair appended,
+// one removed, one changed) leaves the next record's alone.
+func TestEncodeArraysStayApart(t *testing.T) {
+	first, second := plog.NewLogRecord(), plog.NewLogRecord()
+	Encode(nodeRecord(), first) // fewer attributes than a record may have: room left in its array
+	Encode(fullRecord(), second)
+	want := second.Attributes().AsRaw()
+	for i := range 50 {
+		first.Attributes().PutStr(fmt.Sprintf("added.%d", i), "x")
+	}
+	first.Attributes().Remove(AttrSourceAddress)
+	v, _ := first.Attributes().Get(AttrProtocol)
+	v.SetInt(17)
+	require.Equal(t, want, second.Attributes().AsRaw())
+	got, _ := first.Attributes().Get("added.49")
+	require.Equal(t, "x", got.Str())
+	third := plog.NewLogRecord()
+	Encode(fullRecord(), third) // after the appends: takes the slab's next pairs
+	require.Equal(t, want, third.Attributes().AsRaw())
+	require.Equal(t, want, second.Attributes().AsRaw())
 }
 
 // Values written into slabs are the values SetStr/SetInt write, and stay
