@@ -499,3 +499,49 @@ func TestConcurrentBatchesRecycleLabelsSafely(t *testing.T) {
 		h.clock.advance(time.Hour) // all forgotten: their maps go back to the table
 	}
 }
+
+// decodeAll keeps every record it decodes (the table holds them), so records
+// that carry an Aggregation (relayed between gateways) each keep their own:
+// the Decoder it uses lends a spare Aggregation only to a record that had one
+// before, and decodeAll decodes into fresh records.
+func TestDecodeAllKeepsEachAggregation(t *testing.T) {
+	p, err := newProcessor(processortest.NewNopSettings(metadata.Type), aggregateConfig(), consumertest.NewNop(), newFakeClock())
+	require.NoError(t, err)
+	defer func() { _ = p.Shutdown(ctx) }()
+	for _, enc := range []struct {
+		name   string
+		encode func(*flowrecord.Record, plog.LogRecord)
+	}{{"attributes", flowrecord.Encode}, {"compact", flowrecord.EncodeCompact}} {
+		t.Run(enc.name, func(t *testing.T) {
+			batch := func(b int) []*flowrecord.Record {
+				var in []*flowrecord.Record
+				for i := range 4 {
+					r, _ := realisticHalves(i)
+					r.Aggregation = &flowrecord.Aggregation{Throughput: uint64(1000*b + i), StatsFromSource: flowrecord.Counters{PacketTotal: uint64(10*b + i)}}
+					in = append(in, r)
+				}
+				return in
+			}
+			buf := newDecodeBuffer().(*decodeBuffer)
+			var held []flowrecord.Record // what the table keeps: the records as decoded
+			var want []flowrecord.Aggregation
+			for b := range 3 { // the buffer is reused batch after batch
+				in := batch(b + 1)
+				recs := p.decodeAll(ctx, encodedLogs(enc.encode, in...), buf)
+				require.Len(t, recs, len(in))
+				for i, r := range recs {
+					require.NotNil(t, r.Aggregation, "record %d", i)
+					assert.Equal(t, *in[i].Aggregation, *r.Aggregation, "record %d", i)
+					held, want = append(held, r), append(want, *in[i].Aggregation)
+				}
+				buf.recs = recs[:0]
+			}
+			for i, r := range held {
+				assert.Equal(t, want[i], *r.Aggregation, "record %d, after the batches that followed it", i)
+				for j := range i {
+					assert.NotSame(t, held[j].Aggregation, r.Aggregation, "records %d and %d share an Aggregation", j, i)
+				}
+			}
+		})
+	}
+}
