@@ -62,12 +62,16 @@ func Encode(r *Record, lr plog.LogRecord) {
 		n = nonAggregationCounts
 	}
 	e := newEncoder(n.attrs, n.strs+len(r.Source.PodLabels)+len(r.Destination.PodLabels), n.ints)
+	direct := e.direct()
 	for i := range attributes {
 		a := &attributes[i]
-		if a.aggregation && r.Aggregation == nil {
-			continue
+		switch {
+		case a.aggregation && r.Aggregation == nil:
+		case direct && a.store.kind != storeFunc && a.store.kind != storeBool:
+			e.stored(a, r) // encoder.go
+		default:
+			a.enc(r, e)
 		}
-		a.enc(r, e)
 	}
 	e.finish(lr.Attributes())
 	clearBody(lr) // of a record that was compact

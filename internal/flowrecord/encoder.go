@@ -1,8 +1,11 @@
 package flowrecord
 
 import (
+	"math"
+	"net/netip"
 	"reflect"
 	"sync"
+	"time"
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -250,3 +253,96 @@ func (e *encoder) int(v pcommon.Value, i int64) {
 // putStr and putInt append an attribute.
 func (e *encoder) putStr(name, s string)       { e.str(e.b.AppendEmpty(name), s) }
 func (e *encoder) putInt(name string, i int64) { e.int(e.b.AppendEmpty(name), i) }
+
+// direct reports whether e writes pairs into the record's carved array
+// itself (pdata's layouts as probed): a MapBuilder's AppendEmpty copies a
+// whole pair in (a bulk write barrier while the GC marks) and wraps its
+// value, and pdata's setters allocate.
+func (e *encoder) direct() bool {
+	return encodeFromStores && pairsOffset != ^uintptr(0) && intWrapperType != nil
+}
+
+// encodeFromStores is turned off by tests comparing with the enc path.
+var encodeFromStores = true
+
+// stored writes the attribute a of r as a.enc would, reading the field at
+// its store (only when direct, for a store of a kind other than storeFunc
+// and storeBool).
+func (e *encoder) stored(a *attribute, r *Record) {
+	base := unsafe.Pointer(r)
+	if a.store.agg {
+		base = unsafe.Pointer(r.Aggregation) // Encode writes aggregation fields only when it is set
+	}
+	p := unsafe.Add(base, a.store.off)
+	switch a.store.kind {
+	case storeStr:
+		if s := *(*string)(p); s != "" {
+			e.pairStr(a.Name, s)
+		}
+	case storeAddr:
+		if addr := *(*netip.Addr)(p); addr.IsValid() {
+			e.pairStr(a.Name, addrString(addr))
+		}
+	case storeEnum:
+		if v := *(*uint8)(p); v != 0 {
+			e.pairStr(a.Name, enumString(a.store.names, v))
+		}
+	case storeTime:
+		if t := (*time.Time)(p); !t.IsZero() {
+			e.pairInt(a.Name, t.UnixNano())
+		}
+	case storeU8:
+		e.uint(a, uint64(*(*uint8)(p)))
+	case storeU16:
+		e.uint(a, uint64(*(*uint16)(p)))
+	case storeU32:
+		e.uint(a, uint64(*(*uint32)(p)))
+	case storeU64:
+		e.uint(a, *(*uint64)(p))
+	default:
+		a.enc(r, e)
+	}
+}
+
+// uint writes the unsigned field a of value v, as uintAttr's enc does.
+func (e *encoder) uint(a *attribute, v uint64) {
+	if v != 0 || a.store.always {
+		e.pairInt(a.Name, int64(min(v, uint64(math.MaxInt64)))) // saturates, as uintAttr says
+	}
+}
+
+// next is the next pair of the record's array, keyed name, or nil when the
+// array or a wrapper slab is full (never, as newEncoder sizes them; then
+// the caller appends through the builder).
+func (e *encoder) next(name string, wrappers, wrappersCap int) *keyValueLayout {
+	p := e.pairs()
+	n := len(*p)
+	if n == cap(*p) || wrappers == wrappersCap {
+		return nil
+	}
+	*p = (*p)[:n+1]
+	kv := &(*p)[n] // zero: carved from a fresh slab, never written before
+	kv.key = name
+	return kv
+}
+
+// pairStr and pairInt append an attribute (only when direct).
+func (e *encoder) pairStr(name, s string) {
+	kv := e.next(name, len(e.strs), cap(e.strs))
+	if kv == nil {
+		e.putStr(name, s)
+		return
+	}
+	e.strs = append(e.strs, strWrapper{s: s})
+	*(*ifaceLayout)(unsafe.Pointer(&kv.value.v)) = ifaceLayout{typ: strWrapperType, data: unsafe.Pointer(&e.strs[len(e.strs)-1])}
+}
+
+func (e *encoder) pairInt(name string, i int64) {
+	kv := e.next(name, len(e.ints), cap(e.ints))
+	if kv == nil {
+		e.putInt(name, i)
+		return
+	}
+	e.ints = append(e.ints, i)
+	*(*ifaceLayout)(unsafe.Pointer(&kv.value.v)) = ifaceLayout{typ: intWrapperType, data: unsafe.Pointer(&e.ints[len(e.ints)-1])}
+}

@@ -2,6 +2,9 @@ package flowrecord
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,4 +80,45 @@ func TestEncodeSlabsEqualSetValues(t *testing.T) {
 			require.NoError(t, Decode(copied, &back))
 		})
 	}
+}
+
+// Attributes written from the fields' stores are the ones their enc writes,
+// in the same order, with the same values: for arbitrary records (zero
+// fields omitted, counters always written), counters above what an int
+// attribute holds (saturated) and enum values without a name.
+func TestEncodeFromStoresEqualsEnc(t *testing.T) {
+	odd := fullRecord()
+	odd.Stats.PacketTotal, odd.Aggregation.Throughput = math.MaxUint64, math.MaxInt64+1
+	odd.EndReason, odd.Source.Kind = EndReason(200), EndpointKind(len(endpointKindNames))
+	odd.Stats.OctetTotal, odd.Conntrack.Zone = 0, 0
+	records := []*Record{fullRecord(), nodeRecord(), odd, {Protocol: 0,
+		Source: Endpoint{Address: netip.MustParseAddr("::1")}, Destination: Endpoint{Address: netip.MustParseAddr("::2")}}}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 500 {
+		b := make([]byte, 700)
+		for i := range b {
+			b[i] = byte(rnd.UintN(256))
+			if rnd.UintN(3) == 0 {
+				b[i] = 0 // zero fields, omitted
+			}
+		}
+		records = append(records, recordFrom(b))
+	}
+	for i, r := range records {
+		fromStores, fromEnc := plog.NewLogRecord(), plog.NewLogRecord()
+		Encode(r, fromStores)
+		encodeFromStores = false
+		Encode(r, fromEnc)
+		encodeFromStores = true
+		require.Equal(t, orderedAttrs(fromEnc), orderedAttrs(fromStores), "record %d", i)
+	}
+}
+
+// orderedAttrs is lr's attributes as name=value in their order.
+func orderedAttrs(lr plog.LogRecord) []string {
+	var out []string
+	for k, v := range lr.Attributes().All() {
+		out = append(out, fmt.Sprintf("%s=%s:%s", k, v.Type(), v.AsString()))
+	}
+	return out
 }

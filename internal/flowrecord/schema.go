@@ -89,7 +89,7 @@ func uintAttr[T uint8 | uint16 | uint32 | uint64](name string, always bool, get 
 			}
 		},
 		dec:   func(r *Record, name string, v pcommon.Value, _ *spares) error { return decUint(name, v, get(r)) },
-		store: storeOf(kind, get)}
+		store: storeOf(kind, get).writtenWhenZero(always)}
 }
 
 // decUint decodes an unsigned integer of T's size; a uint64 at most

@@ -10,18 +10,23 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// Decode puts most attributes into the Record without calling their
-// attribute's dec and accessor closures (two indirect calls an attribute,
-// most of what decoding a counter cost): a store says where the field is,
-// as its offset in the Record or in its Aggregation, found once at start
-// from the field's own accessor, and what type it has, which decides the
-// dec* function that reads it (the same one dec calls).
+// Decode puts most attributes into the Record, and Encode reads them from
+// it, without calling their attribute's dec or enc and accessor closures
+// (two indirect calls an attribute, most of what decoding a counter cost): a
+// store says where the field is, as its offset in the Record or in its
+// Aggregation, found once at start from the field's own accessor, and what
+// type it has, which decides the dec* function that reads it (the same one
+// dec calls) and how Encode writes it (as enc does, encoder.go).
 type store struct {
-	kind  storeKind
-	agg   bool // off is in r.Aggregation (which the store creates, as the accessor does)
-	off   uintptr
-	names []string // of storeEnum
+	kind   storeKind
+	agg    bool // off is in r.Aggregation (which the store creates, as the accessor does)
+	always bool // Encode writes the attribute when the field is zero (counters)
+	off    uintptr
+	names  []string // of storeEnum
 }
+
+// writtenWhenZero is s with always set to always.
+func (s store) writtenWhenZero(always bool) store { s.always = always; return s }
 
 type storeKind uint8
 
