@@ -61,7 +61,8 @@ func Encode(r *Record, lr plog.LogRecord) {
 	if r.Aggregation == nil {
 		n = nonAggregationCounts
 	}
-	e := newEncoder(n.attrs, n.strs+len(r.Source.PodLabels)+len(r.Destination.PodLabels), n.ints)
+	labels := len(r.Source.PodLabels) + len(r.Destination.PodLabels)
+	e := newEncoder(n.attrs, labels, n.strs+labels, n.ints)
 	direct := e.direct()
 	for i := range attributes {
 		a := &attributes[i]

@@ -63,6 +63,10 @@ type encoder struct {
 	// records instead of one array of ~3 KB each, which took the allocator
 	// back to its central lists every other record.
 	kvs []keyValueLayout // the layout of pdata's internal.KeyValue (pdataread.go)
+	// labelKVs is what is left of the part of kvs newEncoder set aside for
+	// the entries of the record's labels maps, labelsSetAside long.
+	labelKVs       []keyValueLayout
+	labelsSetAside int
 }
 
 // strWrapper has the layout of pdata's string wrapper.
@@ -188,19 +192,23 @@ var encoders = sync.Pool{New: func() any { return new(encoder) }}
 
 const slabStrs, slabInts = 1024, 512
 
-// newEncoder returns an encoder with room for attrs attributes, strs string
-// values and ints int values.
-func newEncoder(attrs, strs, ints int) *encoder {
+// newEncoder returns an encoder with room for attrs attributes, labels
+// labels (the entries of the labels maps), strs string values and ints int
+// values.
+func newEncoder(attrs, labels, strs, ints int) *encoder {
 	e := encoders.Get().(*encoder)
 	if pairsOffset == ^uintptr(0) {
 		e.b.EnsureCapacity(attrs)
 	} else {
-		if cap(e.kvs)-len(e.kvs) < attrs {
-			e.kvs = make([]keyValueLayout, 0, max(attrs, slabKVs))
+		if cap(e.kvs)-len(e.kvs) < labels+attrs {
+			e.kvs = make([]keyValueLayout, 0, max(labels+attrs, slabKVs))
 		}
-		// The record's array, with room for attrs pairs; finish gives the
-		// map only what was written, and the rest goes to the next record.
-		*e.pairs() = e.kvs[len(e.kvs):len(e.kvs):cap(e.kvs)][:0:attrs]
+		// The labels maps' entries first (labelsMap carves them), then the
+		// record's array, with room for attrs pairs; finish gives the map
+		// only what was written, and the rest goes to the next record.
+		free := e.kvs[len(e.kvs):len(e.kvs):cap(e.kvs)]
+		e.labelKVs, e.labelsSetAside = free[:labels:labels], labels
+		*e.pairs() = free[labels : labels : labels+attrs]
 	}
 	if strWrapperType == nil {
 		return e
@@ -224,7 +232,8 @@ func (e *encoder) finish(m pcommon.Map) {
 		p := e.pairs()
 		n := len(*p)
 		*p = (*p)[:n:n]
-		e.kvs = e.kvs[:len(e.kvs)+n]
+		e.kvs = e.kvs[:len(e.kvs)+e.labelsSetAside+n]
+		e.labelKVs, e.labelsSetAside = nil, 0
 	}
 	e.b.UnsafeIntoMap(m)
 	encoders.Put(e)
@@ -312,12 +321,13 @@ func (e *encoder) uint(a *attribute, v uint64) {
 }
 
 // next is the next pair of the record's array, keyed name, or nil when the
-// array or a wrapper slab is full (never, as newEncoder sizes them; then
-// the caller appends through the builder).
-func (e *encoder) next(name string, wrappers, wrappersCap int) *keyValueLayout {
+// array is full or wrappers more wrappers would not fit in a slab of which
+// used are used and capacity are there (never, as newEncoder sizes them;
+// then the caller appends through the builder).
+func (e *encoder) next(name string, wrappers, used, capacity int) *keyValueLayout {
 	p := e.pairs()
 	n := len(*p)
-	if n == cap(*p) || wrappers == wrappersCap {
+	if n == cap(*p) || used+wrappers > capacity {
 		return nil
 	}
 	*p = (*p)[:n+1]
@@ -328,7 +338,7 @@ func (e *encoder) next(name string, wrappers, wrappersCap int) *keyValueLayout {
 
 // pairStr and pairInt append an attribute (only when direct).
 func (e *encoder) pairStr(name, s string) {
-	kv := e.next(name, len(e.strs), cap(e.strs))
+	kv := e.next(name, 1, len(e.strs), cap(e.strs))
 	if kv == nil {
 		e.putStr(name, s)
 		return
@@ -338,11 +348,47 @@ func (e *encoder) pairStr(name, s string) {
 }
 
 func (e *encoder) pairInt(name string, i int64) {
-	kv := e.next(name, len(e.ints), cap(e.ints))
+	kv := e.next(name, 1, len(e.ints), cap(e.ints))
 	if kv == nil {
 		e.putInt(name, i)
 		return
 	}
 	e.ints = append(e.ints, i)
 	*(*ifaceLayout)(unsafe.Pointer(&kv.value.v)) = ifaceLayout{typ: intWrapperType, data: unsafe.Pointer(&e.ints[len(e.ints)-1])}
+}
+
+// A labels map written directly: pdata's map value wrapper and its list,
+// one allocation (SetEmptyMap makes two, the builder a third for the array).
+type labelsValue struct {
+	w    kvlistWrapper
+	list struct{ values []keyValueLayout }
+}
+
+// labelsMap appends the attribute name holding labels, a map of strings.
+func (e *encoder) labelsMap(name string, labels map[string]string) {
+	var kv *keyValueLayout
+	if e.direct() && readFast && len(labels) <= len(e.labelKVs) {
+		kv = e.next(name, len(labels), len(e.strs), cap(e.strs))
+	}
+	if kv == nil {
+		lm := e.b.AppendEmpty(name).SetEmptyMap()
+		var lb xpdata.MapBuilder // a Go map's keys are distinct
+		lb.EnsureCapacity(len(labels))
+		for k, v := range labels {
+			e.str(lb.AppendEmpty(k), v) // Encode took room for every label
+		}
+		lb.UnsafeIntoMap(lm)
+		return
+	}
+	entries := e.labelKVs[:0:len(labels)] // capped: an entry the map gets later goes elsewhere
+	e.labelKVs = e.labelKVs[len(labels):]
+	for k, v := range labels {
+		entries = append(entries, keyValueLayout{key: k})
+		e.strs = append(e.strs, strWrapper{s: v})
+		*(*ifaceLayout)(unsafe.Pointer(&entries[len(entries)-1].value.v)) = ifaceLayout{typ: strWrapperType, data: unsafe.Pointer(&e.strs[len(e.strs)-1])}
+	}
+	lv := &labelsValue{}
+	lv.list.values = entries
+	lv.w.list = &lv.list
+	*(*ifaceLayout)(unsafe.Pointer(&kv.value.v)) = ifaceLayout{typ: readMapType, data: unsafe.Pointer(&lv.w)}
 }

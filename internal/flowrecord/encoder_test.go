@@ -122,3 +122,26 @@ func orderedAttrs(lr plog.LogRecord) []string {
 	}
 	return out
 }
+
+// A labels map's entries are carved from the same slab as the records'
+// attributes: labels added to one record's map afterwards land in an array
+// of their own, and records encoded after it are unchanged.
+func TestEncodeLabelsStayApart(t *testing.T) {
+	first, second := plog.NewLogRecord(), plog.NewLogRecord()
+	Encode(fullRecord(), first)
+	Encode(fullRecord(), second)
+	want := second.Attributes().AsRaw()
+	v, _ := first.Attributes().Get("source.k8s.pod.labels")
+	for i := range 20 {
+		v.Map().PutStr(fmt.Sprintf("added.%d", i), "x")
+	}
+	v.Map().Remove("app")
+	require.Equal(t, want, second.Attributes().AsRaw())
+	require.Equal(t, 21, v.Map().Len())
+	third := plog.NewLogRecord()
+	Encode(fullRecord(), third)
+	require.Equal(t, want, third.Attributes().AsRaw())
+	var back Record
+	require.NoError(t, Decode(first, &back))
+	require.Len(t, back.Source.PodLabels, 21)
+}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/xpdata"
 )
 
 // aggregation returns r's Aggregation, creating it: for decoding (a Value reads
@@ -194,17 +193,9 @@ func labelsAttr(name string, slot int, get func(*Record) *map[string]string) Fie
 	return Field{Attribute: name, AttrType: "map<string,string>",
 		value: func(agg bool) Value { return Value{Kind: KindLabels, Labels: read(get, agg)} },
 		enc: func(r *Record, e *encoder) {
-			labels := *get(r)
-			if labels == nil {
-				return
+			if labels := *get(r); labels != nil {
+				e.labelsMap(name, labels) // encoder.go
 			}
-			lm := e.b.AppendEmpty(name).SetEmptyMap()
-			var lb xpdata.MapBuilder // a Go map's keys are distinct
-			lb.EnsureCapacity(len(labels))
-			for k, v := range labels {
-				e.str(lb.AppendEmpty(k), v) // Encode took room for every label
-			}
-			lb.UnsafeIntoMap(lm)
 		},
 		dec: func(r *Record, name string, v pcommon.Value, sp *spares) error {
 			m, ok := mapOf(v)
