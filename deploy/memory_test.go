@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // goMemLimitShare is the Go runtime's soft memory limit (GOMEMLIMIT) as a
@@ -53,7 +54,7 @@ func TestGoMemLimit(t *testing.T) {
 		seen[strings.TrimSuffix(strings.Fields(c.source)[0], ":")] = true
 		want := goMemLimitShare * float64(limit.Value())
 		if float64(got) > want || float64(got) < want-(1<<20) {
-			t.Errorf("%s: GOMEMLIMIT %s is not 80 %% of limits.memory %s (%.0f bytes)", c.source, c.env["GOMEMLIMIT"], limit.String(), want)
+			t.Errorf("%s: GOMEMLIMIT %s is not %.0f %% of limits.memory %s (%.0f bytes)", c.source, c.env["GOMEMLIMIT"], 100*goMemLimitShare, limit.String(), want)
 		}
 		if soft, hard, ok := memoryLimiter(t, c); ok && !(goMemLimitShare <= soft && soft < hard) {
 			t.Errorf("%s: memory_limiter soft %.0f %% / hard %.0f %% of the limit: want GOMEMLIMIT (%.0f %%) <= soft < hard", c.source, 100*soft, 100*hard, 100*goMemLimitShare)
@@ -130,4 +131,32 @@ func memoryLimiter(t *testing.T, c collector) (soft, hard float64, ok bool) {
 		t.Errorf("%s: memory_limiter without limit_percentage", c.source)
 	}
 	return float64(ml.Limit-ml.Spike) / 100, float64(ml.Limit) / 100, true
+}
+
+// A collector container without a memory limit gets no GOMEMLIMIT (55 % of
+// nothing), and no empty env either: the chart renders no `env: null`.
+func TestGoMemLimitWithoutMemoryLimits(t *testing.T) {
+	objs := objects(t, run(t, nil, helm(t), "template", "flowtel", chartDir(), "--namespace", "flowtel",
+		"--set", "flowStream.enabled=true", "--set", "gateway.resources.limits=null", "--set", "node.resources.limits=null",
+		"--set", "flowStream.resources.limits=null"))
+	cs := workloadCollectors(t, "helm without memory limits", objs)
+	if len(cs) != 3 {
+		t.Fatalf("%d collectors rendered, want 3 (node, gateway, flow stream)", len(cs))
+	}
+	for _, c := range cs {
+		if _, ok := c.resources.Limits["memory"]; ok {
+			t.Errorf("%s: still has a memory limit", c.source)
+		}
+		if v, ok := c.env["GOMEMLIMIT"]; ok {
+			t.Errorf("%s: GOMEMLIMIT %q without a memory limit", c.source, v)
+		}
+	}
+	for _, o := range objs {
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			if env, ok := c.(map[string]any)["env"]; ok && env == nil {
+				t.Errorf("%s %s: container %v renders env: null", o.GetKind(), o.GetName(), c.(map[string]any)["name"])
+			}
+		}
+	}
 }
