@@ -321,9 +321,9 @@ func (e *encoder) uint(a *attribute, v uint64) {
 }
 
 // next is the next pair of the record's array, keyed name, or nil when the
-// array is full or wrappers more wrappers would not fit in a slab of which
-// used are used and capacity are there (never, as newEncoder sizes them;
-// then the caller appends through the builder).
+// array is full or the caller's wrapper slab (used of capacity taken) has
+// no room for wrappers more: never, as newEncoder sizes them; then the
+// caller appends through the builder.
 func (e *encoder) next(name string, wrappers, used, capacity int) *keyValueLayout {
 	p := e.pairs()
 	n := len(*p)
