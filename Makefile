@@ -20,7 +20,7 @@ DEMO_HOLD    ?= 0s
 
 .PHONY: help
 help: ## List the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 .PHONY: deps
 deps: ## Install the system packages the tests need (apt; idempotent, needs root)
@@ -37,7 +37,7 @@ $(BUILD_DIR)/%: distributions/%/manifest.yaml go.mod $(shell git ls-files '*.go'
 	@mkdir -p $(BUILD_DIR)
 	@echo "build: $* with OCB (cold caches: ~3 min each; log in $(BUILD_DIR)/$*.build.log)"
 	@$(OCB) --config distributions/$*/manifest.yaml > $(BUILD_DIR)/$*.build.log 2>&1 || { cat $(BUILD_DIR)/$*.build.log; exit 1; }
-	@scripts/check-distribution.sh distributions/$*/manifest.yaml $(BUILD_DIR)/$*/$* distributions/$*/config.yaml
+	@scripts/check-distribution.sh distributions/$*/manifest.yaml $(BUILD_DIR)/$*/$* distributions/$*/config.yaml $(wildcard distributions/$*/kubernetes.yaml)
 	@touch $@
 
 .PHONY: peers
@@ -86,8 +86,8 @@ load: deps build peers ## Testbed load runs: node collector at 10k/100k connecti
 	$(GO) test -tags $(TAGS) -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./testbed/e2e
 
 .PHONY: run
-run: $(BUILD_DIR)/flowtel ## Run the full distribution with its default configuration
-	$(BUILD_DIR)/flowtel/flowtel --config distributions/flowtel/config.yaml
+run: $(BUILD_DIR)/flowtel ## Run the full distribution (names endpoints when KUBECONFIG_PATH is set)
+	$(BUILD_DIR)/flowtel/flowtel --config distributions/flowtel/config.yaml $(if $(KUBECONFIG_PATH),--config distributions/flowtel/kubernetes.yaml)
 
 .PHONY: clean
 clean: ## Remove build output
