@@ -229,9 +229,9 @@ func nodeExporter(t *testing.T, gatewayCA, certFile, keyFile string, otlpPort in
 	lb, err := conf.Sub("exporters::load_balancing")
 	require.NoError(t, err)
 	require.NoError(t, lb.Merge(confmap.NewFromStringMap(map[string]any{
+		"sending_queue": map[string]any{"storage": nil},
 		"protocol": map[string]any{"otlp": map[string]any{
-			"tls":           map[string]any{"reload_interval": "500ms"},
-			"sending_queue": map[string]any{"storage": nil},
+			"tls": map[string]any{"reload_interval": "500ms"},
 		}},
 		"resolver": map[string]any{"k8s": map[string]any{"enabled": false},
 			"static": map[string]any{"hostnames": []any{fmt.Sprintf("127.0.0.1:%d", otlpPort)}}},

@@ -73,6 +73,86 @@ func TestDeltasAddUpOverActiveTimeouts(t *testing.T) {
 		require.NoError(t, err)
 	}
 
+	for _, c := range transfers {
+		service := b.services["web-remote"]
+		clusterIP := service.ClusterIPv4
+		if c.IPv6 {
+			clusterIP = service.ClusterIPv6
+		}
+		b.checkDeltas(t, c, transfer{request: longTransferBytes, reply: replyBytes,
+			originalDestination: netip.AddrPortFrom(clusterIP, service.Port)})
+	}
+}
+
+// TestDeltasAddUpOnLongDownload (decision D10), run as the shipped
+// configurations run (two gateway replicas; file_storage on the Nodes, for
+// the receiver's export state and the persistent sending queue; the
+// gateway's Kubernetes index; denied connections on; the node timers of a
+// cluster a user tunes for fast feedback: 1 s polls, 2 s active timeout,
+// the default 15 s idle timeout): a Pod downloads longTransferBytes from a
+// Pod on another Node, directly and through a ClusterIP, the server writing
+// slowly over longTransferTime, in both address families at once. The bulk
+// of the bytes is in the reply direction, so the reverse deltas are what
+// must add up: summed over every record at every sink they equal the final
+// totals, for both directions, in common and per Node.
+//
+// With the persistent queue under load_balancing's protocol.otlp (one queue
+// per gateway replica, all in one storage under one name) the replicas'
+// queues read each other's batches: records went to the wrong replica or
+// never left, and a connection's rows summed to twice its totals, or none
+// arrived.
+func TestDeltasAddUpOnLongDownload(t *testing.T) {
+	b := startBed(t, options{gateways: 2, ipfix: true, otlp: true, asShipped: true, poll: time.Second, active: 2 * time.Second, idle: 15 * time.Second})
+	downloads := []Case{
+		{Name: "long inter-Node download", From: "pod:client-a", To: "pod:web-b", Proto: "tcp", Sport: 41601},
+		{Name: "long inter-Node download (IPv6)", From: "pod:client-a", To: "pod:web-b", Proto: "tcp", Sport: 41701, IPv6: true},
+		{Name: "long inter-Node download via ClusterIP", From: "pod:client-a", To: "service:web-remote", Proto: "tcp", Sport: 41602},
+		{Name: "long inter-Node download via ClusterIP (IPv6)", From: "pod:client-a", To: "service:web-remote", Proto: "tcp", Sport: 41702, IPv6: true},
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(downloads))
+	for i, c := range downloads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ns, _, to := b.endpoints(c)
+			out, err := netlab.Exec(context.Background(), ns, b.peer, "send", "-proto", "tcp", "-to", to.String(),
+				"-pull", fmt.Sprint(longTransferBytes), "-sport", fmt.Sprint(c.Sport), "-over", longTransferTime.String(), "-timeout", "20s")
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %v: %s", c.Name, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	for _, c := range downloads {
+		b.checkDeltas(t, c, transfer{reply: longTransferBytes})
+	}
+	b.requireEveryGatewayReceived(t)
+}
+
+// requireEveryGatewayReceived fails the test when a gateway replica
+// received no record: the load was not spread, and what the test says of
+// several replicas was not tested.
+func (b *bed) requireEveryGatewayReceived(t *testing.T) {
+	t.Helper()
+	for _, g := range b.gateways {
+		m, err := g.Metrics("otelcol_receiver_accepted_log_records")
+		require.NoError(t, err)
+		var accepted float64
+		for _, v := range m {
+			accepted += v
+		}
+		require.Positive(t, accepted, "%s received no records: the load is not spread", g.Name)
+	}
+}
+
+// checkDeltas waits until every sink holds the complete record chain of the
+// long transfer c, and fails the test with what is wrong with it (deltasAddUp).
+func (b *bed) checkDeltas(t *testing.T, c Case, want transfer) {
+	t.Helper()
 	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{b.ch.Addr()}})
 	require.NoError(t, err)
 	defer conn.Close()
@@ -84,42 +164,41 @@ func TestDeltasAddUpOverActiveTimeouts(t *testing.T) {
 		{"IPFIX", func(c Case) ([]exportedFlow, error) { return b.ipfixFlows(c), nil }},
 		{"OTLP", b.otlpFlows},
 	}
-	for _, c := range transfers {
-		service := b.services["web-remote"]
-		clusterIP := service.ClusterIPv4
-		if c.IPv6 {
-			clusterIP = service.ClusterIPv6
-		}
-		want := netip.AddrPortFrom(clusterIP, service.Port)
-		for _, s := range sinks {
-			var bad []string
-			deadline := time.Now().Add(90 * time.Second)
-			prev := -1
-			for time.Now().Before(deadline) {
-				recs, err := s.records(c)
-				bad = nil
-				if err != nil {
-					bad = []string{err.Error()}
-				} else {
-					bad = deltasAddUp(recs, want)
-				}
-				if len(bad) == 0 && len(recs) == prev { // complete, and nothing arrived since the last look
-					break
-				}
-				prev = len(recs)
-				time.Sleep(3 * time.Second)
-			}
-			if len(bad) > 0 {
-				t.Errorf("%s at %s: %s", c.Name, s.name, strings.Join(bad, "; "))
+	for _, s := range sinks {
+		var bad []string
+		deadline := time.Now().Add(90 * time.Second)
+		prev := -1
+		for time.Now().Before(deadline) {
+			recs, err := s.records(c)
+			if err != nil {
+				bad = []string{err.Error()}
 			} else {
-				t.Logf("%s at %s: %d records, deltas add up", c.Name, s.name, prev)
+				bad = deltasAddUp(recs, want)
 			}
+			if len(bad) == 0 && len(recs) == prev { // complete, and nothing arrived since the last look
+				break
+			}
+			prev = len(recs)
+			time.Sleep(3 * time.Second)
+		}
+		if len(bad) > 0 {
+			t.Errorf("%s at %s: %s", c.Name, s.name, strings.Join(bad, "; "))
+		} else {
+			t.Logf("%s at %s: %d records, deltas add up", c.Name, s.name, prev)
 		}
 	}
 }
 
+// transfer is what a long transfer's records must hold: at least request
+// and reply payload bytes in the totals, and the pre-DNAT destination
+// (not checked when not valid).
+type transfer struct {
+	request, reply      uint64
+	originalDestination netip.AddrPort
+}
+
 // deltasAddUp lists what is wrong with the records of one long transfer.
-func deltasAddUp(recs []exportedFlow, origDst netip.AddrPort) []string {
+func deltasAddUp(recs []exportedFlow, want transfer) []string {
 	if len(recs) < 3 {
 		return []string{fmt.Sprintf("%d records, want one per active timeout over %s", len(recs), longTransferTime)}
 	}
@@ -144,18 +223,18 @@ func deltasAddUp(recs []exportedFlow, origDst netip.AddrPort) []string {
 		if r.state != "" && r.state != "paired" {
 			bad = append(bad, fmt.Sprintf("a %q record", r.state))
 		}
-		if r.originalDestination != origDst {
+		if want.originalDestination.IsValid() && r.originalDestination != want.originalDestination {
 			wrongDst[r.originalDestination]++
 		}
 	}
 	for got, n := range wrongDst {
-		bad = append(bad, fmt.Sprintf("%d records name %s as original destination, want %s", n, got, origDst))
+		bad = append(bad, fmt.Sprintf("%d records name %s as original destination, want %s", n, got, want.originalDestination))
 	}
-	if last.common.OctetTotal < longTransferBytes {
-		bad = append(bad, fmt.Sprintf("final octet total %d, less than the %d bytes sent", last.common.OctetTotal, longTransferBytes))
+	if last.common.OctetTotal < want.request {
+		bad = append(bad, fmt.Sprintf("final octet total %d, less than the %d bytes sent", last.common.OctetTotal, want.request))
 	}
-	if last.commonRev.OctetTotal < replyBytes {
-		bad = append(bad, fmt.Sprintf("final reverse octet total %d, less than the %d bytes replied", last.commonRev.OctetTotal, replyBytes))
+	if last.commonRev.OctetTotal < want.reply {
+		bad = append(bad, fmt.Sprintf("final reverse octet total %d, less than the %d bytes replied", last.commonRev.OctetTotal, want.reply))
 	}
 	check := func(name string, sum, final flowrecord.Counters) {
 		if sum.OctetDelta != final.OctetTotal || sum.PacketDelta != final.PacketTotal {

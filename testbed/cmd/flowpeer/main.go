@@ -1,14 +1,18 @@
 // Command flowpeer is the testbed's traffic tool: a TCP/UDP server that reads
 // everything and answers with a fixed number of bytes, and a client that sends
 // an exact number of bytes from an optional fixed source port, so tests know
-// the byte counts conntrack must report.
+// the byte counts conntrack must report. With -pull the client asks the server
+// for a long answer written slowly instead (a download: the bulk of the bytes
+// in the reply direction).
 //
 //	flowpeer serve -listen [::]:8080 [-reply 1000]             # TCP and UDP on the same port
 //	flowpeer send -proto tcp|udp -to 10.96.0.10:80 -bytes 5000 [-sport 40000] [-hold 2s] [-over 10s]
+//	flowpeer send -proto tcp -to 10.244.2.11:8080 -pull 300000 -over 12s [-sport 40000]
 //	flowpeer ping -to 10.244.2.11 -id 4660 [-count 3] [-size 56] [-interval 100ms]
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -72,7 +76,12 @@ func serve(args []string) error {
 		}
 		go func() {
 			defer c.Close()
-			_, _ = io.Copy(io.Discard, c) // until the client half-closes
+			var req bytes.Buffer
+			_, _ = io.Copy(&req, c) // until the client half-closes
+			if n, over, ok := parsePull(req.Bytes()); ok {
+				_ = write(c, n, over)
+				return
+			}
 			_, _ = c.Write(answer)
 		}()
 	}
@@ -87,6 +96,7 @@ func send(args []string) error {
 	hold := fs.Duration("hold", 0, "keep the connection open this long after sending (TCP)")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after")
 	over := fs.Duration("over", 0, "send the bytes in 1000-byte writes spread evenly over this long (TCP): a long-lived transfer")
+	pull := fs.Int("pull", 0, "ask the server for this many bytes, written in 1000-byte writes spread over -over (TCP): a long download; -bytes is then not sent")
 	_ = fs.Parse(args)
 
 	d := net.Dialer{Timeout: *timeout}
@@ -104,7 +114,14 @@ func send(args []string) error {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(*timeout + *hold + *over))
-	if err := write(c, *n, *over); err != nil {
+	if *pull > 0 {
+		if *proto != "tcp" {
+			return fmt.Errorf("-pull: TCP only (got %s)", *proto)
+		}
+		if _, err := c.Write(pullRequest(*pull, *over)); err != nil {
+			return err
+		}
+	} else if err := write(c, *n, *over); err != nil {
 		return err
 	}
 	if *proto == "udp" {
@@ -137,4 +154,25 @@ func write(c net.Conn, n int, over time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// pullPrefix starts a client's request for a slow answer: "<prefix><bytes> <over>\n".
+const pullPrefix = "flowpeer-pull "
+
+func pullRequest(n int, over time.Duration) []byte {
+	return fmt.Appendf(nil, "%s%d %s\n", pullPrefix, n, over)
+}
+
+// parsePull reads a pull request; ok is false for any other payload.
+func parsePull(req []byte) (n int, over time.Duration, ok bool) {
+	rest, found := bytes.CutPrefix(req, []byte(pullPrefix))
+	if !found {
+		return 0, 0, false
+	}
+	var d string
+	if _, err := fmt.Sscanf(string(rest), "%d %s\n", &n, &d); err != nil || n <= 0 {
+		return 0, 0, false
+	}
+	over, err := time.ParseDuration(d)
+	return n, over, err == nil
 }
