@@ -89,6 +89,9 @@ func newProcessorWithClient(set processor.Settings, cfg *Config, next consumer.L
 			p.tel.ProcessorFlowCorrelationRecordsLate.Add(context.Background(), 1, kind)
 		}
 		p.table.OnStale = func() { p.tel.ProcessorFlowCorrelationRecordsLate.Add(context.Background(), 1, lateReplaced) }
+		p.table.OnAlreadyReported = func() {
+			p.tel.ProcessorFlowCorrelationRecordsLate.Add(context.Background(), 1, lateReported)
+		}
 		p.table.OnReplaced = func() { p.tel.ProcessorFlowCorrelationConnectionsReplaced.Add(context.Background(), 1) }
 		p.tick = tickInterval(cfg)
 	}

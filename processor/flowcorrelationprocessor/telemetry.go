@@ -66,12 +66,14 @@ const (
 	kindDuplicate = "duplicate"
 	kindReordered = "reordered"
 	kindReplaced  = "replaced"
+	kindReported  = "already_reported"
 )
 
 var (
 	lateDuplicate = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kindDuplicate)))
 	lateReordered = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kindReordered)))
 	lateReplaced  = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kindReplaced)))
+	lateReported  = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kindReported)))
 )
 
 // stateNone is the state of records that never went through correlation.

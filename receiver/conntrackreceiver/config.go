@@ -1,6 +1,7 @@
 package conntrackreceiver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -72,10 +73,14 @@ type DeniedConfig struct {
 	// (kube-router's).
 	NFLOGGroup uint16 `mapstructure:"nflog_group"`
 	// IdleTimeout: a denied connection with no logged packet for this long
-	// is exported and forgotten (≥ 1s).
+	// is exported and forgotten (≥ 1s). 0: the receiver's idle_timeout.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
-	// ActiveTimeout: a denied connection still logging packets is exported
-	// (its packets since the previous record) this often (≥ 1s).
+	// ActiveTimeout: a denied connection is first exported this long after
+	// its first logged packet, then, while packets keep being logged, this
+	// often with the packets since its previous record (≥ 1s). 0: the
+	// receiver's active_timeout, so that a denied connection reaches the
+	// gateway as soon as the source Node's conntrack half of it does (an
+	// ingress Drop pairs with that half).
 	ActiveTimeout time.Duration `mapstructure:"active_timeout"`
 	// MaxRecords bounds the denied connections held; packets of new
 	// 5-tuples over it are counted and not reported. 0: no bound.
@@ -99,12 +104,10 @@ const (
 	defaultMaxQueuedEvents = 100_000
 	minPollInterval        = time.Second
 
-	defaultNFLOGGroup          = 100
-	defaultDeniedIdleTimeout   = 15 * time.Second
-	defaultDeniedActiveTimeout = time.Minute
-	defaultDeniedMaxRecords    = 10_000
-	defaultDeniedMaxRate       = 1000
-	minDeniedTimeout           = time.Second
+	defaultNFLOGGroup       = 100
+	defaultDeniedMaxRecords = 10_000
+	defaultDeniedMaxRate    = 1000
+	minDeniedTimeout        = time.Second
 	// nodeNameEnv is the variable a DaemonSet sets from spec.nodeName.
 	nodeNameEnv = "K8S_NODE_NAME"
 )
@@ -125,11 +128,9 @@ func createDefaultConfig() *Config {
 
 func defaultDeniedConfig() DeniedConfig {
 	return DeniedConfig{
-		NFLOGGroup:    defaultNFLOGGroup,
-		IdleTimeout:   defaultDeniedIdleTimeout,
-		ActiveTimeout: defaultDeniedActiveTimeout,
-		MaxRecords:    defaultDeniedMaxRecords,
-		MaxRate:       defaultDeniedMaxRate,
+		NFLOGGroup: defaultNFLOGGroup,
+		MaxRecords: defaultDeniedMaxRecords,
+		MaxRate:    defaultDeniedMaxRate,
 	}
 }
 
@@ -137,11 +138,13 @@ func defaultDeniedConfig() DeniedConfig {
 // reports its errors once, under the denied key).
 func (d *DeniedConfig) check() []error {
 	var errs []error
-	if d.IdleTimeout < minDeniedTimeout {
-		errs = append(errs, fmt.Errorf("denied.idle_timeout: too short (got %v); set it to %v or more, e.g. %v", d.IdleTimeout, minDeniedTimeout, defaultDeniedIdleTimeout))
-	}
-	if d.ActiveTimeout < minDeniedTimeout {
-		errs = append(errs, fmt.Errorf("denied.active_timeout: too short (got %v); set it to %v or more, e.g. %v", d.ActiveTimeout, minDeniedTimeout, defaultDeniedActiveTimeout))
+	for _, t := range []struct {
+		key string
+		v   time.Duration
+	}{{"idle_timeout", d.IdleTimeout}, {"active_timeout", d.ActiveTimeout}} {
+		if t.v < 0 || (t.v > 0 && t.v < minDeniedTimeout) {
+			errs = append(errs, fmt.Errorf("denied.%s: too short (got %v); set it to %v or more, or leave it unset for the receiver's %s", t.key, t.v, minDeniedTimeout, t.key))
+		}
 	}
 	if d.MaxRecords < 0 {
 		errs = append(errs, fmt.Errorf("denied.max_records: must not be negative (got %d); set a bound such as %d, or 0 for no bound", d.MaxRecords, defaultDeniedMaxRecords))
@@ -223,6 +226,14 @@ func (c *Config) timeouts() (active, idle, stale time.Duration) {
 		}
 	}
 	return active, idle, stale
+}
+
+// deniedTimeouts returns the denied path's active and idle timeouts in
+// effect: its own when set, else the receiver's, at least minDeniedTimeout.
+func (c *Config) deniedTimeouts() (active, idle time.Duration) {
+	d := c.Denied.Get()
+	active, idle = cmp.Or(d.ActiveTimeout, c.ActiveTimeout), cmp.Or(d.IdleTimeout, c.IdleTimeout)
+	return max(active, minDeniedTimeout), max(idle, minDeniedTimeout)
 }
 
 // nodeName is the configured node name, else the host name.

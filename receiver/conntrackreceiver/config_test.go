@@ -35,14 +35,15 @@ func TestLoadConfig(t *testing.T) {
 		})},
 		// events: false needs no event queue.
 		{Name: "no_events", Want: defaults(func(c *Config) { c.Events, c.MaxQueuedEvents = false, 0 })},
-		// denied: present with no keys takes every default (group 100).
+		// denied: present with no keys takes every default (group 100, the
+		// receiver's own timeouts).
 		{Name: "denied", Want: defaults(func(c *Config) {
-			c.Denied = configoptional.Some(DeniedConfig{NFLOGGroup: 100, IdleTimeout: 15 * time.Second, ActiveTimeout: time.Minute, MaxRecords: 10_000, MaxRate: 1000})
+			c.Denied = configoptional.Some(DeniedConfig{NFLOGGroup: 100, MaxRecords: 10_000, MaxRate: 1000})
 		})},
-		// Keys left out keep their defaults (active_timeout); max_rate: 0 is no bound.
+		// Keys left out keep their defaults (active_timeout: the receiver's); max_rate: 0 is no bound.
 		{Name: "denied_set", Want: defaults(func(c *Config) {
 			c.NetNS = "/var/run/netns/node-1"
-			c.Denied = configoptional.Some(DeniedConfig{NFLOGGroup: 7, IdleTimeout: 5 * time.Second, ActiveTimeout: time.Minute, MaxRecords: 500})
+			c.Denied = configoptional.Some(DeniedConfig{NFLOGGroup: 7, IdleTimeout: 5 * time.Second, MaxRecords: 500})
 		})},
 
 		{Name: "bad_protocol", Err: `protocols: not a protocol this receiver filters on (got "icmp"); list only tcp, udp or sctp, or leave protocols unset for all`},
@@ -54,8 +55,8 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "antrea_zone0", Err: "zones: the antrea profile reads zone 0 for correlation on its own (got [0 65520]); list only the CNI zones, or leave zones unset for 65520 and 65510"},
 		{Name: "bad_netns", Err: `netns: must be an absolute path (got "var/run/netns/x"); use a path such as /var/run/netns/<name> or /proc/<pid>/ns/net, or leave it empty for the collector's own namespace`},
 		{Name: "bad_max", Err: "max_connections: must not be negative (got -1); set a bound such as 1000000, or 0 for no bound"},
-		{Name: "bad_denied", Err: "denied.idle_timeout: too short (got 500ms); set it to 1s or more, e.g. 15s\n" +
-			"denied.active_timeout: too short (got 0s); set it to 1s or more, e.g. 1m0s\n" +
+		{Name: "bad_denied", Err: "denied.idle_timeout: too short (got 500ms); set it to 1s or more, or leave it unset for the receiver's idle_timeout\n" +
+			"denied.active_timeout: too short (got -1s); set it to 1s or more, or leave it unset for the receiver's active_timeout\n" +
 			"denied.max_records: must not be negative (got -1); set a bound such as 10000, or 0 for no bound\n" +
 			"denied.max_rate: must not be negative (got -5); set packets per second such as 1000, or 0 for no bound"},
 		{Name: "bad_queue", Err: "max_queued_events: must be positive when events are on (got 0); set a bound such as 100000, or events: false"},
@@ -98,5 +99,32 @@ func TestProtocolNumbers(t *testing.T) {
 		p, err := cfg.protocolNumbers()
 		require.NoError(t, err)
 		require.Equal(t, tt.want, p, "protocols %#v", tt.protocols)
+	}
+}
+
+// TestDeniedTimeouts: unset, the denied path runs on the receiver's own
+// timers, so that a denied connection's first record leaves when the
+// conntrack half of the same connection does on the source Node (the
+// gateway pairs an ingress Drop with it); set, its own; never under 1 s.
+func TestDeniedTimeouts(t *testing.T) {
+	for _, c := range []struct {
+		name                         string
+		activeSet, idleSet           time.Duration
+		receiverActive, receiverIdle time.Duration
+		wantActive, wantIdle         time.Duration
+	}{
+		{name: "inherited", receiverActive: 2 * time.Second, receiverIdle: 3 * time.Second, wantActive: 2 * time.Second, wantIdle: 3 * time.Second},
+		{name: "own", activeSet: time.Minute, idleSet: 15 * time.Second, receiverActive: 2 * time.Second, receiverIdle: 3 * time.Second,
+			wantActive: time.Minute, wantIdle: 15 * time.Second},
+		{name: "floored", receiverActive: 200 * time.Millisecond, receiverIdle: 300 * time.Millisecond, wantActive: time.Second, wantIdle: time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := createDefaultConfig()
+			cfg.ActiveTimeout, cfg.IdleTimeout = c.receiverActive, c.receiverIdle
+			cfg.Denied = configoptional.Some(DeniedConfig{ActiveTimeout: c.activeSet, IdleTimeout: c.idleSet})
+			active, idle := cfg.deniedTimeouts()
+			require.Equal(t, c.wantActive, active)
+			require.Equal(t, c.wantIdle, idle)
+		})
 	}
 }

@@ -62,8 +62,9 @@ func (r *conntrackReceiver) openDenied() error {
 		r.logger.Warn("NFLOG packets come without their conntrack entry (the kernel lacks CONFIG_NETFILTER_NETLINK_GLUE_CT): denied records carry the dropped packet's destination as original destination, and no zone, mark or labels",
 			zap.Uint16("nflog_group", cfg.NFLOGGroup))
 	}
+	active, idle := r.cfg.deniedTimeouts()
 	r.denied = &denied{cfg: cfg, sock: sock, withCT: sock.Conntrack(), store: deny.New(deny.Config{
-		IdleTimeout: cfg.IdleTimeout, ActiveTimeout: cfg.ActiveTimeout,
+		IdleTimeout: idle, ActiveTimeout: active,
 		MaxRecords: cfg.MaxRecords, MaxRate: cfg.MaxRate,
 	})}
 	return nil

@@ -53,6 +53,19 @@ func (e *entry) state() flowrecord.CorrelationState {
 	}
 }
 
+// alreadyReported: e, a half that never paired, is the end of a connection
+// its Node reported before, and carries nothing else: its end of flow came
+// with every delta 0 while its totals are not (all-zero totals say nothing
+// either way, as with conntrack accounting off, and are exported).
+func (e *entry) alreadyReported() bool {
+	s, r := &e.rec.Stats, &e.rec.ReverseStats
+	if e.rec.EndReason != flowrecord.EndReasonEndOfFlow ||
+		s.PacketDelta != 0 || s.OctetDelta != 0 || r.PacketDelta != 0 || r.OctetDelta != 0 {
+		return false
+	}
+	return s.PacketTotal != 0 || s.OctetTotal != 0 || r.PacketTotal != 0 || r.OctetTotal != 0
+}
+
 // nextDeadline is when e next needs attention.
 func (e *entry) nextDeadline() time.Time {
 	if !e.ready {

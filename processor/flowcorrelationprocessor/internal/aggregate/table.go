@@ -77,6 +77,10 @@ type Table struct {
 	// OnStale, when set, is told of each record of a connection already
 	// replaced on its tuple: it is dropped (see reuse.go).
 	OnStale func()
+	// OnAlreadyReported, when set, is told of each lone half whose pairing
+	// timeout passed with nothing its Node had not reported before: it is
+	// not exported (see expire).
+	OnAlreadyReported func()
 
 	// replaced holds, by key, the starts of the connection the held one
 	// replaced on its tuple (see reuse.go); rare, so kept out of the entries.
@@ -190,10 +194,11 @@ func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) 
 func (t *Table) finish(e *entry, now time.Time, emit Emit) {
 	t.queue.remove(e.index)
 	t.forget(e)
-	if !e.ready {
+	switch {
+	case !e.ready:
 		t.pending--
-	}
-	if !e.ready || e.updated {
+		t.exportUnpaired(e, now, ReasonReplaced, emit)
+	case e.updated:
 		t.export(e, now, ReasonReplaced, emit)
 	}
 	t.release(e)
@@ -239,7 +244,7 @@ func (t *Table) expire(e *entry, now time.Time, emit Emit) bool {
 		}
 		t.pending--
 		e.ready = true // from now on an unpaired connection, exported like any other
-		t.export(e, now, ReasonPairingTimeout, emit)
+		t.exportUnpaired(e, now, ReasonPairingTimeout, emit)
 		return !now.Before(e.inactiveDeadline)
 	}
 	if !now.Before(e.inactiveDeadline) {
@@ -258,6 +263,26 @@ func (t *Table) expire(e *entry, now time.Time, emit Emit) bool {
 	return false
 }
 
+// exportUnpaired exports e, a half that never paired, unless its Node
+// reported all it carries before (entry.alreadyReported): a lone half of a
+// connection this table exported and forgot (the end-of-flow record of a
+// connection idle past the inactive timeout; a denied connection's SYN_SENT
+// half that conntrack destroys minutes after the denial was paired). Its
+// counts went out already; exported alone it would start a second,
+// unpaired record chain of a connection reported whole. It is counted
+// (OnAlreadyReported) and treated as exported.
+func (t *Table) exportUnpaired(e *entry, now time.Time, why Reason, emit Emit) {
+	if !e.alreadyReported() {
+		t.export(e, now, why, emit)
+		return
+	}
+	if t.OnAlreadyReported != nil {
+		t.OnAlreadyReported()
+	}
+	e.updated = false
+	e.activeDeadline = now.Add(t.s.ActiveTimeout)
+}
+
 // enforceBound exports early and forgets the connections whose deadlines are
 // nearest while more than MaxRecords are held. Ready connections come first
 // in practice (their active deadline is nearer than a pending half's pairing
@@ -267,10 +292,11 @@ func (t *Table) enforceBound(now time.Time, emit Emit) {
 	for t.s.MaxRecords > 0 && len(t.entries) > t.s.MaxRecords {
 		e := t.queue.pop()
 		t.forget(e)
-		if !e.ready {
+		switch {
+		case !e.ready:
 			t.pending--
-		}
-		if !e.ready || e.updated {
+			t.exportUnpaired(e, now, ReasonEvicted, emit)
+		case e.updated:
 			t.export(e, now, ReasonEvicted, emit)
 		}
 		t.release(e)
@@ -281,7 +307,10 @@ func (t *Table) enforceBound(now time.Time, emit Emit) {
 // as unpaired) and empties the table.
 func (t *Table) Flush(now time.Time, emit Emit) {
 	for _, e := range t.queue {
-		if !e.ready || e.updated {
+		switch {
+		case !e.ready:
+			t.exportUnpaired(e, now, ReasonFlush, emit)
+		case e.updated:
 			t.export(e, now, ReasonFlush, emit)
 		}
 	}

@@ -164,7 +164,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorFlowCorrelationRecordsLate, err = builder.meter.Int64Counter(
 		"otelcol_processor_flow_correlation_records_late",
-		metric.WithDescription("Records that arrive late, by kind: not newer than the last one of their side (duplicate: ignored; reordered: its counts exported once), or of a connection a newer one on the same tuple replaced (replaced: dropped). [Development]"),
+		metric.WithDescription("Records that arrive late, by kind: not newer than the last one of their side (duplicate: ignored; reordered: its counts exported once), of a connection a newer one on the same tuple replaced (replaced: dropped), or the end of flow of a connection already exported and forgotten that brings nothing new and finds no peer (already_reported: not exported). [Development]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

@@ -149,7 +149,7 @@ func AssertEqualProcessorFlowCorrelationRecordsFailed(t *testing.T, tt *componen
 func AssertEqualProcessorFlowCorrelationRecordsLate(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_flow_correlation_records_late",
-		Description: "Records that arrive late, by kind: not newer than the last one of their side (duplicate: ignored; reordered: its counts exported once), or of a connection a newer one on the same tuple replaced (replaced: dropped). [Development]",
+		Description: "Records that arrive late, by kind: not newer than the last one of their side (duplicate: ignored; reordered: its counts exported once), of a connection a newer one on the same tuple replaced (replaced: dropped), or the end of flow of a connection already exported and forgotten that brings nothing new and finds no peer (already_reported: not exported). [Development]",
 		Unit:        "{record}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
