@@ -55,6 +55,8 @@ test: deps build peers ## Unit, integration and end-to-end tests, plus a bounded
 .PHONY: generate
 generate: ## Regenerate each component's metadata code, generated tests and documentation.md with mdatagen
 	@for m in $(METADATA); do $(MDATAGEN) $$m || exit 1; done
+	@# mdatagen links only upstream distributions; flowtel's own link to distributions/
+	@sed -i -E 's#^\[(flowtel(-node|-gateway)?)\]: $$#[\1]: ../../distributions/\1/#' $(addsuffix README.md,$(dir $(METADATA)))
 	@# mdatagen writes its files 0600; the tests may run as another user
 	@chmod a+r $$(git ls-files -o -m --exclude-standard -- $(dir $(METADATA)) | grep -E "generated_|documentation.md") 2>/dev/null || true
 

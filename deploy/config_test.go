@@ -128,7 +128,7 @@ func helmVariants(t *testing.T) []rendered {
 }
 
 // The kustomize base and its example overlay: one node and one gateway
-// collector each, valid configurations, and the shape the issue asks for.
+// collector each, valid configurations, and the shape docs/deploy.md describes.
 func TestKustomizeCollectors(t *testing.T) {
 	for _, r := range kustomizeVariants(t) {
 		t.Run(r.name, func(t *testing.T) { checkWorkloads(t, r) })

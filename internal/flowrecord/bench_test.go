@@ -19,7 +19,7 @@ func loop(b *testing.B, op func()) {
 	b.ReportMetric(float64((benchcpu.Now()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
-// The targets (architecture §6 via the foundation issue): ≤ 1 µs for each of encode
+// The targets (docs/architecture.md §6): ≤ 1 µs for each of encode
 // and decode of a full record. Run with `make bench`.
 
 func BenchmarkEncodeFullRecord(b *testing.B) {

@@ -46,7 +46,7 @@ type flowCase struct {
 func hp(ip string, port int) string { return netip.AddrPortFrom(addr(ip), uint16(port)).String() }
 
 // antreaFindFlowTypeCases re-expresses every case of Antrea's
-// TestDestination_findFlowType (reference §4.2) with flowtel's expected result.
+// TestDestination_findFlowType (Antrea's unit test of its flow type rule) with flowtel's expected result.
 // Where flowtel differs, the case name says why.
 func antreaFindFlowTypeCases(f family) []flowCase {
 	const intra, inter, toExt, fromExt = flowrecord.FlowTypeIntraNode, flowrecord.FlowTypeInterNode, flowrecord.FlowTypeToExternal, flowrecord.FlowTypeFromExternal

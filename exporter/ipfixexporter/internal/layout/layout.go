@@ -78,7 +78,7 @@ func ianaNames(ipv6 bool) []string {
 	}
 }
 
-// agentNames is the antrea-agent's template (§1.10): note that its last three
+// agentNames is the antrea-agent's template: note that its last three
 // IEs are in a different order from the Flow Aggregator's.
 func agentNames(ipv6 bool) []string {
 	n := ianaNames(ipv6)
@@ -99,7 +99,7 @@ func agentNames(ipv6 bool) []string {
 }
 
 // aggregatorNames is the Flow Aggregator's template towards an external
-// collector (§2.4): names and UIDs interleaved per object as the options allow.
+// collector: names and UIDs interleaved per object as the options allow.
 func aggregatorNames(o Options, ipv6 bool) []string {
 	n := ianaNames(ipv6)
 	names, uids := o.IncludeK8sNames, o.IncludeK8sUIDs

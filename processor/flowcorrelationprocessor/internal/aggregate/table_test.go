@@ -11,7 +11,7 @@ import (
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
-// The cases of reference §4.2 (Antrea's aggregator unit tests), re-expressed
+// The cases of Antrea's Flow Aggregator unit tests, re-expressed
 // on the typed record, plus our own rules (D1, D4).
 
 func TestInterNodePairsInEitherOrder(t *testing.T) {
@@ -268,7 +268,7 @@ func TestProxySNATedHostHalfPairsInEitherOrder(t *testing.T) {
 }
 
 // Antrea's TestAggregateRecordsForInterNodeFlow: the worked example of
-// reference §2.2.4 (888 and 915 bits/s), statistics equal to the latest
+// Antrea's aggregation rule (888 and 915 bits/s in its tests), statistics equal to the latest
 // records, end reason and TCP state from the latest record.
 func TestAggregationNumbers(t *testing.T) {
 	for _, fam := range []addrs{v4, v6} {
