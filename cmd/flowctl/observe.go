@@ -12,7 +12,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	pb "github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
+	pb "github.com/flowtel/flowtel/api/flowstreampb"
 )
 
 // list is a repeatable (and comma-separated) string flag.

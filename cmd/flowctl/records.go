@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"strconv"
 
-	pb "github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
+	pb "github.com/flowtel/flowtel/api/flowstreampb"
 )
 
 // records prints the records the gateway holds (the stream's history, no

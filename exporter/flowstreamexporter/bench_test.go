@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	pb "github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
+	pb "github.com/flowtel/flowtel/api/flowstreampb"
 )
 
 // benchEntries are distinct records, converted as the exporter converts them.

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/labels"
 
-	pb "github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
+	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	pb "github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
+	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
 	"github.com/flowtel/flowtel/testbed/controlplane"
 )

@@ -3,7 +3,7 @@ package flowstreamexporter
 import (
 	"sync"
 
-	"github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
+	"github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	pb "github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb"
+	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 

@@ -404,7 +404,7 @@ const file_flowstream_v1alpha1_service_proto_rawDesc = "" +
 	"\x1aFLOW_FILTER_DIRECTION_FROM\x10\x01\x12\x1c\n" +
 	"\x18FLOW_FILTER_DIRECTION_TO\x10\x022\x97\x01\n" +
 	"\x11FlowStreamService\x12\x81\x01\n" +
-	"\bGetFlows\x128.antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest\x1a9.antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse0\x01BEZCgithub.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampbb\x06proto3"
+	"\bGetFlows\x128.antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest\x1a9.antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse0\x01B-Z+github.com/flowtel/flowtel/api/flowstreampbb\x06proto3"
 
 var (
 	file_flowstream_v1alpha1_service_proto_rawDescOnce sync.Once

@@ -1,6 +1,6 @@
 //go:build integration
 
-package flowstreamexporter
+package flowstreampb
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestGeneratedCodeIsCurrent regenerates flowstreampb with protoc and the
+// TestGeneratedCodeIsCurrent regenerates this package with protoc and the
 // pinned plugins and fails when the committed code differs (run
 // proto/generate.sh and commit).
 func TestGeneratedCodeIsCurrent(t *testing.T) {
@@ -21,16 +21,16 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	cmd := exec.Command(filepath.Join("proto", "generate.sh"), out)
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
-	want, err := filepath.Glob(filepath.Join("flowstreampb", "*.go"))
+	want, err := filepath.Glob("*.pb.go")
 	require.NoError(t, err)
 	got, err := filepath.Glob(filepath.Join(out, "*.go"))
 	require.NoError(t, err)
-	require.Len(t, got, len(want), "generated files differ from flowstreampb/")
+	require.Len(t, got, len(want), "generated files differ from api/flowstreampb/")
 	for _, w := range want {
 		committed, err := os.ReadFile(w)
 		require.NoError(t, err)
 		fresh, err := os.ReadFile(filepath.Join(out, filepath.Base(w)))
 		require.NoError(t, err)
-		require.Equal(t, string(fresh), string(committed), "%s is stale: run exporter/flowstreamexporter/proto/generate.sh and commit", w)
+		require.Equal(t, string(fresh), string(committed), "%s is stale: run api/flowstreampb/proto/generate.sh and commit", w)
 	}
 }

@@ -1598,7 +1598,7 @@ const file_flowstream_v1alpha1_flow_proto_rawDesc = "" +
 	"\x12EndpointDisclosure\x12#\n" +
 	"\x1fENDPOINT_DISCLOSURE_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cENDPOINT_DISCLOSURE_IDENTITY\x10\x01\x12\x1c\n" +
-	"\x18ENDPOINT_DISCLOSURE_FLOW\x10\x02BEZCgithub.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampbb\x06proto3"
+	"\x18ENDPOINT_DISCLOSURE_FLOW\x10\x02B-Z+github.com/flowtel/flowtel/api/flowstreampbb\x06proto3"
 
 var (
 	file_flowstream_v1alpha1_flow_proto_rawDescOnce sync.Once

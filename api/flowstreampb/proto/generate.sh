@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Generates flowstreampb/ from the .proto files with protoc (Debian
+# Generates api/flowstreampb (the directory above this one) from the .proto files with protoc (Debian
 # protobuf-compiler, scripts/deps.sh) and the protoc-gen-go and
 # protoc-gen-go-grpc versions pinned in internal/tools/go.mod.
-# Usage: generate.sh [output directory] (default: ../flowstreampb).
+# Usage: generate.sh [output directory] (default: ..).
 # TestGeneratedCodeIsCurrent runs it into a temporary directory and compares.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-out=${1:-$here/../flowstreampb}
+out=${1:-$here/..}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 bin=$(mktemp -d)
@@ -17,7 +17,7 @@ for p in google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd
 done
 cd "$here"
 PATH="$bin:$PATH" protoc -I . \
-  --go_out="$out" --go_opt=paths=source_relative,Mflowstream/v1alpha1/flow.proto=github.com/flowtel/flowtel/exporter/flowstreamexporter/flowstreampb \
+  --go_out="$out" --go_opt=paths=source_relative,Mflowstream/v1alpha1/flow.proto=github.com/flowtel/flowtel/api/flowstreampb \
   --go-grpc_out="$out" --go-grpc_opt=paths=source_relative \
   flowstream/v1alpha1/flow.proto flowstream/v1alpha1/service.proto
 # source_relative keeps the proto directory; the package is flat.
