@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flowtel/flowtel/distributions"
@@ -153,7 +154,10 @@ func TestScaleOut(t *testing.T) {
 	}
 	b.check(t, Cases(), 90*time.Second)
 	b.checkSinks(t, Cases(), 30*time.Second)
-	b.requireEveryGatewayReceived(t)
+	for _, g := range b.gateways {
+		accepted := acceptedRecords(t, g)
+		assert.Positive(t, accepted, "%s received no records: the load is not spread", g.Name)
+	}
 }
 
 func startBed(t testing.TB, opt options) *bed {

@@ -79,7 +79,7 @@ func benchmarkNodeCollectorEvents(b *testing.B, rate int, events, storage bool) 
 }
 
 // acceptedRecords is how many records a collector's receivers accepted so far.
-func acceptedRecords(b *testing.B, p *collector.Process) float64 {
+func acceptedRecords(b testing.TB, p *collector.Process) float64 {
 	m, err := p.Metrics("otelcol_receiver_accepted_log_records")
 	require.NoError(b, err)
 	var n float64
