@@ -138,6 +138,9 @@ func (e *encoder) pairs() *[]keyValueLayout {
 // after checking every assumption the encoder makes about pdata's layout;
 // nils if one does not hold.
 func probeWrappers() (strT, intT unsafe.Pointer) {
+	if !pdataFastPaths {
+		return nil, nil
+	}
 	vt := reflect.TypeFor[pcommon.Value]()
 	if vt.Kind() != reflect.Struct || vt.NumField() != 2 || vt.Size() != unsafe.Sizeof(valueLayout{}) ||
 		vt.Field(0).Type.Kind() != reflect.Pointer || vt.Field(1).Type.Kind() != reflect.Pointer {

@@ -11,15 +11,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 )
 
-// The pdata this module pins has the layout the encoder expects: when an
-// upgrade changes it, Encode falls back to SetStr/SetInt (correct, slower)
-// and this test says so.
-func TestEncoderUsesSlabs(t *testing.T) {
-	require.NotNil(t, strWrapperType, "pdata's string wrapper layout changed: Encode allocates every value")
-	require.NotNil(t, intWrapperType, "pdata's int wrapper layout changed: Encode allocates every value")
-	require.NotEqual(t, ^uintptr(0), pairsOffset, "xpdata.MapBuilder's layout changed: Encode allocates every record's attribute array")
-}
-
 // withoutSlabs runs f with the encoder on pdata's Set* path and the
 // builder's own arrays.
 func withoutSlabs(f func()) {

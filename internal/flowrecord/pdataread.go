@@ -41,7 +41,7 @@ var (
 	readFast                                            bool
 )
 
-func init() { readFast = probeReader() }
+func init() { readFast = pdataFastPaths && probeReader() }
 
 // probeReader sets the type words of pdata's wrappers, after checking every
 // assumption the reads make about pdata's layout, and reports whether they

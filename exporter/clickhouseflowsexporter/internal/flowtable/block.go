@@ -209,7 +209,7 @@ func (b *Block) Reset() {
 // through the public Append (CopyTo), and shared is false.
 func (b *Block) AppendTo(batch driver.Batch) (shared bool, err error) {
 	cols := batch.Columns()
-	if len(cols) != len(Columns) {
+	if !driverFastPath || len(cols) != len(Columns) {
 		return false, b.CopyTo(batch)
 	}
 	type target struct {
