@@ -41,7 +41,7 @@ func benchLogs(batches int) []plog.Logs {
 
 // detailedOnly are the exporterhelper metrics a collector records only at
 // telemetry level detailed (not at the default, normal). Both size every
-// request by marshalling it (about 1.7 µs per row here), so BenchmarkInsert
+// request by marshalling it, a cost of its own per row, so BenchmarkInsert
 // drops them as a collector at the default level does.
 var detailedOnly = []string{"otelcol_exporter_enqueue_size_bytes", "otelcol_exporter_queue_batch_send_size_bytes"}
 

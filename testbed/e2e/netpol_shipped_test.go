@@ -19,12 +19,16 @@ import (
 )
 
 // The denied connections below run the way the shipped configurations run
-// (options.asShipped): the node collectors' denied path with its defaults
-// (`denied: {}`: NFLOG group 100, a denied connection exported 15 s after
-// its last dropped packet), file_storage, the gateway's Kubernetes index.
-// The source Node's conntrack half of a denied connection reaches the gateway
-// within seconds; the destination Node's denied record only after the
-// denied idle timeout, so the two halves arrive far apart.
+// (options.asShipped, two gateway replicas): the node collectors' denied path
+// with its defaults (`denied: {}`: NFLOG group 100, the receiver's active and
+// idle timeouts), file_storage, the gateway's Kubernetes index. Two halves of
+// each connection must meet at the gateway within its pairing timeout: the
+// source Node's conntrack half (SYN_SENT) and the destination Node's record
+// of the dropped packets. With the denied path's former defaults (15 s idle,
+// 1 min active) the second came after the gateway had exported the first
+// alone, unpaired and without the denial. The source Node's SYN_SENT entry
+// then outlives the pair at the gateway; its end must not start a second,
+// unpaired chain.
 
 // TestDeniedByPort: web-b is isolated by an ingress NetworkPolicy whose only
 // rule admits client-a, on another port (9090). client-a's connection to
