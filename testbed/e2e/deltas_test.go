@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
-	"github.com/flowtel/flowtel/testbed/netlab"
 )
 
 // A long-lived transfer: longTransferBytes sent over longTransferTime, so the
@@ -54,24 +52,7 @@ func TestDeltasAddUpOverActiveTimeouts(t *testing.T) {
 		{Name: "long inter-Node transfer to a ClusterIP", From: "pod:client-a", To: "service:web-remote", Proto: "tcp", Sport: 41401},
 		{Name: "long inter-Node transfer to a ClusterIP (IPv6)", From: "pod:client-a", To: "service:web-remote", Proto: "tcp", Sport: 41501, IPv6: true},
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(transfers))
-	for i, c := range transfers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ns, _, to := b.endpoints(c)
-			out, err := netlab.Exec(context.Background(), ns, b.peer, "send", "-proto", "tcp", "-to", to.String(),
-				"-bytes", fmt.Sprint(longTransferBytes), "-sport", fmt.Sprint(c.Sport), "-over", longTransferTime.String(), "-timeout", "20s")
-			if err != nil {
-				errs[i] = fmt.Errorf("%s: %v: %s", c.Name, err, out)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
+	longTransfers(t, b, transfers, "-bytes")
 
 	for _, c := range transfers {
 		service := b.services["web-remote"]
@@ -109,24 +90,7 @@ func TestDeltasAddUpOnLongDownload(t *testing.T) {
 		{Name: "long inter-Node download via ClusterIP", From: "pod:client-a", To: "service:web-remote", Proto: "tcp", Sport: 41602},
 		{Name: "long inter-Node download via ClusterIP (IPv6)", From: "pod:client-a", To: "service:web-remote", Proto: "tcp", Sport: 41702, IPv6: true},
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(downloads))
-	for i, c := range downloads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ns, _, to := b.endpoints(c)
-			out, err := netlab.Exec(context.Background(), ns, b.peer, "send", "-proto", "tcp", "-to", to.String(),
-				"-pull", fmt.Sprint(longTransferBytes), "-sport", fmt.Sprint(c.Sport), "-over", longTransferTime.String(), "-timeout", "20s")
-			if err != nil {
-				errs[i] = fmt.Errorf("%s: %v: %s", c.Name, err, out)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
+	longTransfers(t, b, downloads, "-pull")
 	for _, c := range downloads {
 		b.checkDeltas(t, c, transfer{reply: longTransferBytes})
 	}
@@ -176,6 +140,18 @@ func (b *bed) checkDeltas(t *testing.T, c Case, want transfer) {
 		} else {
 			t.Logf("%s at %s: %d records, deltas add up", c.Name, s.name, prev)
 		}
+	}
+}
+
+// longTransfers runs every case at once as a long transfer of
+// longTransferBytes over longTransferTime: sent by the client (flag -bytes)
+// or pulled from the server (-pull).
+func longTransfers(t *testing.T, b *bed, cases []Case, flag string) {
+	t.Helper()
+	for i, r := range b.sendAll(cases, func(Case) []string {
+		return []string{flag, fmt.Sprint(longTransferBytes), "-over", longTransferTime.String(), "-timeout", "20s"}
+	}) {
+		require.NoError(t, r.err, "%s: %s", cases[i].Name, r.out)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -492,6 +493,32 @@ func (b *bed) run(t *testing.T, c Case) {
 		return
 	}
 	require.NoError(t, err, "%s: %s", c.Name, out)
+}
+
+// sent is what one flowpeer send of sendAll printed and returned.
+type sent struct {
+	out string
+	err error
+}
+
+// sendAll runs flowpeer send for every case at once, as a cluster's
+// connections come (both families' halves interleave at the gateway): from
+// the case's client to its destination, from its source port, with the
+// further arguments args gives.
+func (b *bed) sendAll(cases []Case, args func(Case) []string) []sent {
+	res := make([]sent, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ns, _, to := b.endpoints(c)
+			cmd := append([]string{b.peer, "send", "-proto", c.Proto, "-to", to.String(), "-sport", fmt.Sprint(c.Sport)}, args(c)...)
+			res[i].out, res[i].err = netlab.Exec(context.Background(), ns, cmd...)
+		}()
+	}
+	wg.Wait()
+	return res
 }
 
 // check waits until every case has its final row in ClickHouse and compares it.

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -164,30 +163,6 @@ func enforceIngress(t *testing.T, b *bed, pod string, admitted map[string]string
 	}
 }
 
-// runConcurrently starts every denied case at once, as a cluster's
-// connections come: the two families' halves interleave at the gateway.
-func runConcurrently(t *testing.T, b *bed, cases []Case) {
-	t.Helper()
-	errs := make([]error, len(cases))
-	var wg sync.WaitGroup
-	for i, c := range cases {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ns, _, to := b.endpoints(c)
-			out, err := netlab.Exec(context.Background(), ns, b.peer, "send", "-proto", c.Proto, "-to", to.String(),
-				"-bytes", fmt.Sprint(requestBytes), "-sport", fmt.Sprint(c.Sport))
-			if err == nil {
-				errs[i] = fmt.Errorf("%s: the connection went through: %s", c.Name, out)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
-}
-
 // synSentTimeout is how long the source Node's conntrack keeps the denied
 // connection's unanswered entry (the kernel's default is 120 s): short, so
 // that its DESTROY event, and the end-of-flow record it brings long after
@@ -202,7 +177,9 @@ func runDenied(t *testing.T, b *bed, cases []Case) {
 	out, err := netlab.Exec(context.Background(), ns, "sysctl", "-qw",
 		fmt.Sprintf("net.netfilter.nf_conntrack_tcp_timeout_syn_sent=%d", int(synSentTimeout.Seconds())))
 	require.NoError(t, err, "%s", out)
-	runConcurrently(t, b, cases)
+	for i, r := range b.sendAll(cases, func(Case) []string { return []string{"-bytes", fmt.Sprint(requestBytes)} }) {
+		require.Error(t, r.err, "%s: the connection went through: %s", cases[i].Name, r.out)
+	}
 }
 
 // checkDenied checks the denied cases' rows once they arrived, again after

@@ -79,7 +79,7 @@ type Table struct {
 	OnStale func()
 	// OnAlreadyReported, when set, is told of each lone half whose pairing
 	// timeout passed with nothing its Node had not reported before: it is
-	// not exported (see expire).
+	// not exported (see exportUnpaired).
 	OnAlreadyReported func()
 
 	// replaced holds, by key, the starts of the connection the held one
