@@ -52,10 +52,10 @@ peers: ## Build, once per machine, the real peers the tests run (kube-apiserver,
 test: deps build peers ## Unit, integration and end-to-end tests, plus a bounded fuzz run of the record codec
 	$(GO) test -tags $(TAGS) -count=1 -timeout 30m ./...
 	$(GO) test -tags $(SAFE_TAGS) -count=1 ./...
-	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
-	$(GO) test -run '^$$' -fuzz '^FuzzCompactRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCompact$$' -fuzztime $(FUZZTIME) ./internal/flowrecord
+	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/attrcodec
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/attrcodec
+	$(GO) test -run '^$$' -fuzz '^FuzzCompactRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/compactcodec
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCompact$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/compactcodec
 
 .PHONY: generate
 generate: ## Regenerate each component's metadata code, generated tests and documentation.md with mdatagen

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
 	"github.com/flowtel/flowtel/testbed/ports"
 )
@@ -115,7 +115,7 @@ service:
 	require.NoError(t, err)
 	defer conn.Close()
 	ld := plog.NewLogs()
-	flowrecord.Encode(flowrecordtest.Full(false), ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+	attrcodec.Encode(flowrecordtest.Full(false), ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
 	require.Eventually(t, func() bool {
 		_, err := plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
 		return err == nil

@@ -36,6 +36,7 @@ import (
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/testbed/controlplane"
 )
 
@@ -77,7 +78,7 @@ func (e *env) push(t *testing.T, recs ...*flowrecord.Record) {
 	ld := plog.NewLogs()
 	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
 	for _, r := range recs {
-		flowrecord.Encode(r, lrs.AppendEmpty())
+		attrcodec.Encode(r, lrs.AppendEmpty())
 	}
 	require.NoError(t, e.exp.ConsumeLogs(context.Background(), ld))
 }

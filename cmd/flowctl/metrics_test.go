@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/testbed/collector"
 )
 
@@ -63,7 +64,7 @@ service:
 			FlowType:    flowrecord.FlowTypeInterNode, Reporter: flowrecord.Reporter{NodeName: "node-a", Side: flowrecord.SideSource},
 			Stats: flowrecord.Counters{PacketTotal: 1, OctetTotal: 60, PacketDelta: 1, OctetDelta: 60}}
 		r.Key = r.CorrelationKey()
-		flowrecord.Encode(r, lrs.AppendEmpty())
+		attrcodec.Encode(r, lrs.AppendEmpty())
 	}
 	conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", otlpPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/flowtel/flowtel/deploy/dashboards/demodata"
 	"github.com/flowtel/flowtel/distributions"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/testbed/chserver"
 	"github.com/flowtel/flowtel/testbed/collector"
 )
@@ -78,7 +79,7 @@ service:
 		r.Aggregation, r.Correlation = nil, 0
 		r.Reporter = flowrecord.Reporter{NodeName: r.Source.NodeName, Side: flowrecord.SideSource}
 		r.Key = r.CorrelationKey()
-		flowrecord.Encode(r, lrs.AppendEmpty())
+		attrcodec.Encode(r, lrs.AppendEmpty())
 	}
 	conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", otlpPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
@@ -201,7 +202,7 @@ func BenchmarkBuildRow(b *testing.B) {
 	lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 	block := flowtable.NewBlock(lrs.Len())
 	var rec flowrecord.Record
-	var dec flowrecord.Decoder
+	var dec attrcodec.Decoder
 	row := flowtable.Row{Record: &rec, ClusterUUID: "c"}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -17,6 +17,8 @@ import (
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/metadata"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
@@ -94,12 +96,12 @@ func logsOf(clusterUID string, recs ...*flowrecord.Record) plog.Logs {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	if clusterUID != "" {
-		rl.Resource().Attributes().PutStr(flowrecord.ResourceClusterUID, clusterUID)
+		rl.Resource().Attributes().PutStr(catalogue.ResourceClusterUID, clusterUID)
 	}
 	lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
 	lrs.EnsureCapacity(len(recs))
 	for _, r := range recs {
-		flowrecord.Encode(r, lrs.AppendEmpty())
+		attrcodec.Encode(r, lrs.AppendEmpty())
 	}
 	return ld
 }

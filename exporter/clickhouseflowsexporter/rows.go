@@ -7,6 +7,8 @@ import (
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
 
 // chunkRows is how many records fillBlock decodes before it adds them to
@@ -19,7 +21,7 @@ const chunkRows = 32
 // memory (label maps, aggregation) of the one before, which must stay intact
 // until AddRows.
 type chunk struct {
-	decs [chunkRows]flowrecord.Decoder
+	decs [chunkRows]attrcodec.Decoder
 	recs [chunkRows]flowrecord.Record
 	rows [chunkRows]flowtable.Row
 }
@@ -71,7 +73,7 @@ func (e *flowsExporter) clusterUUID(rl plog.ResourceLogs) string {
 	if e.cfg.ClusterUUID != "" {
 		return e.cfg.ClusterUUID
 	}
-	if v, ok := rl.Resource().Attributes().Get(flowrecord.ResourceClusterUID); ok {
+	if v, ok := rl.Resource().Attributes().Get(catalogue.ResourceClusterUID); ok {
 		return v.AsString()
 	}
 	return ""

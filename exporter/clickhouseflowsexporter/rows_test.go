@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
@@ -92,7 +93,7 @@ func TestFillBlockChunksAgree(t *testing.T) {
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
 				var rec flowrecord.Record
-				if err := flowrecord.Decode(lr, &rec); err != nil {
+				if err := attrcodec.Decode(lr, &rec); err != nil {
 					wantBad++
 					continue
 				}

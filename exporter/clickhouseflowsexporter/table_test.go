@@ -45,7 +45,7 @@ var antreaColumns = [][2]string{
 }
 
 // flowtelColumns are the ClickHouse columns the field catalogue
-// (internal/flowrecord/fields.go) assigns to flowtel's own attributes.
+// (internal/flowrecord/catalogue/fields.go) assigns to flowtel's own attributes.
 var flowtelColumns = []string{
 	"sourceEndpointKind", "sourcePodUID", "sourceWorkloadKind", "sourceWorkloadName", "sourceNodeUID",
 	"destinationEndpointKind", "destinationPodUID", "destinationWorkloadKind", "destinationWorkloadName", "destinationNodeUID",

@@ -23,6 +23,7 @@ import (
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -125,7 +126,7 @@ func (e *flowStreamExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
 				r := new(flowrecord.Record)
-				if err := flowrecord.Decode(lr, r); err != nil {
+				if err := attrcodec.Decode(lr, r); err != nil {
 					bad++
 					if firstErr == nil {
 						firstErr = err

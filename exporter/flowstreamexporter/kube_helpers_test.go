@@ -38,6 +38,7 @@ import (
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/testbed/controlplane"
 )
 
@@ -166,7 +167,7 @@ func (c *cluster) push(t *testing.T, recs ...*flowrecord.Record) {
 	ld := plog.NewLogs()
 	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
 	for _, r := range recs {
-		flowrecord.Encode(r, lrs.AppendEmpty())
+		attrcodec.Encode(r, lrs.AppendEmpty())
 	}
 	require.NoError(t, c.exp.ConsumeLogs(context.Background(), ld))
 }

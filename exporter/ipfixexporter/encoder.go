@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 )
 
 // encoder turns one batch of log records into finished data messages, without
@@ -21,7 +22,7 @@ type encoder struct {
 	e      *ipfixExporter
 	v4, v6 *layout.Template
 	rec    flowrecord.Record
-	dec    flowrecord.Decoder // reuses rec's label maps: rec is done with before the next record
+	dec    attrcodec.Decoder // reuses rec's label maps: rec is done with before the next record
 	// scratch holds the data record being encoded, copied into its message
 	// once it is known to fit.
 	scratch []byte

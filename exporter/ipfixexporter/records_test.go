@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
 )
 
@@ -24,7 +25,7 @@ func logsOf(recs ...*flowrecord.Record) plog.Logs {
 	rl.Resource().Attributes().PutStr("k8s.cluster.uid", testClusterUUID)
 	sl := rl.ScopeLogs().AppendEmpty()
 	for _, r := range recs {
-		flowrecord.Encode(r, sl.LogRecords().AppendEmpty())
+		attrcodec.Encode(r, sl.LogRecords().AppendEmpty())
 	}
 	return ld
 }

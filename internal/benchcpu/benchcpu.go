@@ -5,6 +5,7 @@ package benchcpu
 
 import (
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -16,4 +17,15 @@ func Now() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Loop runs op for every iteration of b and reports its allocations and its
+// CPU time per op (cpu-ns/op, the garbage collector's included).
+func Loop(b *testing.B, op func()) {
+	b.ReportAllocs()
+	cpu0 := Now()
+	for b.Loop() {
+		op()
+	}
+	b.ReportMetric(float64((Now()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }

@@ -19,7 +19,10 @@ const (
 
 var flowTypeNames = []string{"", "intra_node", "inter_node", "to_external", "from_external"}
 
-func (t FlowType) String() string { return enumString(flowTypeNames, t) }
+func (t FlowType) String() string { return EnumName(flowTypeNames, t) }
+
+// Names are the values' names, indexed by value ("" for the zero value); read only.
+func (FlowType) Names() []string { return flowTypeNames }
 
 // EndReason is the IPFIX flowEndReason; the values are Antrea's (and RFC 5102's).
 type EndReason uint8
@@ -35,7 +38,10 @@ const (
 
 var endReasonNames = []string{"", "idle_timeout", "active_timeout", "end_of_flow", "forced_end", "lack_of_resources"}
 
-func (e EndReason) String() string { return enumString(endReasonNames, e) }
+func (e EndReason) String() string { return EnumName(endReasonNames, e) }
+
+// Names are the values' names, indexed by value ("" for the zero value); read only.
+func (EndReason) Names() []string { return endReasonNames }
 
 // EndpointKind says what an endpoint address belongs to (decision D1).
 type EndpointKind uint8
@@ -49,7 +55,10 @@ const (
 
 var endpointKindNames = []string{"", "pod", "node", "external"}
 
-func (k EndpointKind) String() string { return enumString(endpointKindNames, k) }
+func (k EndpointKind) String() string { return EnumName(endpointKindNames, k) }
+
+// Names are the values' names, indexed by value ("" for the zero value); read only.
+func (EndpointKind) Names() []string { return endpointKindNames }
 
 // InCluster reports whether the endpoint is a Pod or a Node.
 func (k EndpointKind) InCluster() bool { return k == EndpointPod || k == EndpointNode }
@@ -73,7 +82,10 @@ const (
 
 var sideNames = []string{"", "source", "destination", "both", "relay"}
 
-func (s Side) String() string { return enumString(sideNames, s) }
+func (s Side) String() string { return EnumName(sideNames, s) }
+
+// Names are the values' names, indexed by value ("" for the zero value); read only.
+func (Side) Names() []string { return sideNames }
 
 // Direction is the flow direction of proxy-mode records. The Go values are not
 // Antrea's (whose ingress is 0); use IPFIX for the wire value.
@@ -88,7 +100,10 @@ const (
 
 var directionNames = []string{"", "ingress", "egress", "unknown"}
 
-func (d Direction) String() string { return enumString(directionNames, d) }
+func (d Direction) String() string { return EnumName(directionNames, d) }
+
+// Names are the values' names, indexed by value ("" for the zero value); read only.
+func (Direction) Names() []string { return directionNames }
 
 // IPFIX returns Antrea's flowDirection value: 0 ingress, 1 egress, 255 unknown.
 func (d Direction) IPFIX() uint8 {
@@ -121,7 +136,10 @@ const (
 var policyTypeNames = []string{"", "k8s_network_policy", "antrea_network_policy", "antrea_cluster_network_policy", "k8s_cluster_network_policy",
 	"admin_network_policy", "baseline_admin_network_policy"}
 
-func (p PolicyType) String() string { return enumString(policyTypeNames, p) }
+func (p PolicyType) String() string { return EnumName(policyTypeNames, p) }
+
+// Names are the values' names, indexed by value ("" for the zero value); read only.
+func (PolicyType) Names() []string { return policyTypeNames }
 
 // RuleAction is a policy rule's action; the values are Antrea's.
 type RuleAction uint8
@@ -135,7 +153,10 @@ const (
 
 var ruleActionNames = []string{"", "allow", "drop", "reject"}
 
-func (a RuleAction) String() string { return enumString(ruleActionNames, a) }
+func (a RuleAction) String() string { return EnumName(ruleActionNames, a) }
+
+// Names are the values' names, indexed by value ("" for the zero value); read only.
+func (RuleAction) Names() []string { return ruleActionNames }
 
 // CorrelationState says what the gateway did about pairing (decision D4).
 type CorrelationState uint8
@@ -149,18 +170,30 @@ const (
 
 var correlationNames = []string{"", "paired", "unpaired", "not_required"}
 
-func (c CorrelationState) String() string { return enumString(correlationNames, c) }
+func (c CorrelationState) String() string { return EnumName(correlationNames, c) }
 
-func enumString[T ~uint8](names []string, v T) string {
+// Names are the values' names, indexed by value ("" for the zero value); read only.
+func (CorrelationState) Names() []string { return correlationNames }
+
+// Enum is an enumeration of the record: a uint8 whose values have names.
+type Enum interface {
+	~uint8
+	Names() []string
+}
+
+// EnumName is the name of v among names (an Enum's Names), its number
+// when it has none.
+func EnumName[T ~uint8](names []string, v T) string {
 	if int(v) < len(names) {
 		return names[v]
 	}
 	return fmt.Sprintf("%d", uint8(v))
 }
 
-// parseEnum returns the value whose name is s. The empty name is never matched:
-// an attribute holding "" is malformed (the encoder omits unset enums).
-func parseEnum[T ~uint8](names []string, s string) (T, bool) {
+// ParseEnum returns the value of names (an Enum's Names) whose name is s.
+// The empty name is never matched: a wire value "" is malformed (encoders
+// omit unset enums).
+func ParseEnum[T ~uint8](names []string, s string) (T, bool) {
 	for i, n := range names {
 		if n != "" && n == s {
 			return T(i), true

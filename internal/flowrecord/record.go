@@ -1,14 +1,18 @@
 // Package flowrecord is flowtel's one model of a network flow record: the typed
-// Record every component works on, its lossless codec to and from an OpenTelemetry
-// LogRecord, and the correlation key that lets the two Node halves of one
-// connection meet at the same gateway replica.
+// Record every component works on, its enumerations, and the correlation key
+// that lets the two Node halves of one connection meet at the same gateway
+// replica.
 //
-// Every field that crosses a wire is listed once, in the field catalogue
-// (catalogue.go, filled in fields.go): its attribute name and type, the Antrea
-// IPFIX IEs and ClickHouse columns that carry it, and a typed accessor. The
-// codec, the exporters' IPFIX layouts and ClickHouse table, and the tables of
-// docs/flow-schema.md and docs/clickhouse.md are derived from it; tests keep
-// the documents in step.
+// The packages below it build on the model and import one way:
+//
+//   - catalogue: every field that crosses a wire, listed once (its attribute,
+//     IPFIX IEs, ClickHouse columns, a typed accessor and where it lives in
+//     the Record); the exporters' layouts and tables and the documents'
+//     generated tables come from it.
+//   - compactcodec: the compact form of a record on the node → gateway hop,
+//     its field list the catalogue's.
+//   - attrcodec: the attribute form (docs/flow-schema.md) every other OTLP
+//     reader sees, and the one Decode for records in either form.
 package flowrecord
 
 import (
@@ -18,6 +22,15 @@ import (
 
 // EventName is the LogRecord EventName of every flow record.
 const EventName = "network.flow"
+
+// Bounds on what a record may carry on a wire, so one record from a faulty or
+// hostile peer cannot take a collector's CPU or memory: far above what a flow
+// record holds (about a hundred attributes; Pods rarely carry more than a few
+// dozen labels), far below what hurts.
+const (
+	MaxAttributes = 1024 // attributes of one LogRecord
+	MaxLabels     = 1024 // entries of one Pod's labels
+)
 
 // Record is one export of one network flow (a connection seen through conntrack),
 // from one Node's point of view or, after correlation, from both.

@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc/encoding"
 
-	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
 )
 
@@ -118,7 +118,7 @@ func otlpPayload(t testing.TB, n int) []byte {
 		r.Source.PodName = fmt.Sprintf("client-%d", i%97)
 		r.Stats.OctetTotal += uint64(i * 1499)
 		r.Key = r.CorrelationKey()
-		flowrecord.Encode(r, lrs.AppendEmpty())
+		attrcodec.Encode(r, lrs.AppendEmpty())
 	}
 	raw, err := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
 	require.NoError(t, err)

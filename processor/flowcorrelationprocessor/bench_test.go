@@ -15,6 +15,8 @@ import (
 
 	"github.com/flowtel/flowtel/internal/benchcpu"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/aggregate"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/metadata"
 )
@@ -55,7 +57,7 @@ func BenchmarkConsumeLogsPairing(b *testing.B) {
 	for _, enc := range []struct {
 		name   string
 		encode func(*flowrecord.Record, plog.LogRecord)
-	}{{"attributes", flowrecord.Encode}, {"compact", flowrecord.EncodeCompact}} {
+	}{{"attributes", attrcodec.Encode}, {"compact", compactcodec.Encode}} {
 		b.Run("encoding="+enc.name, func(b *testing.B) { benchmarkPairing(b, enc.encode, processortest.NewNopSettings(metadata.Type)) })
 	}
 	// With the SDK's meters, as in a collector, instead of no-op ones: what
@@ -65,7 +67,7 @@ func BenchmarkConsumeLogsPairing(b *testing.B) {
 		tel := componenttest.NewTelemetry()
 		defer func() { _ = tel.Shutdown(ctx) }()
 		set.TelemetrySettings = tel.NewTelemetrySettings()
-		benchmarkPairing(b, flowrecord.EncodeCompact, set)
+		benchmarkPairing(b, compactcodec.Encode, set)
 	})
 }
 
@@ -132,7 +134,7 @@ func BenchmarkMemoryPer100kPending(b *testing.B) {
 		for _, ld := range lds {
 			lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 			for i := range lrs.Len() {
-				if err := flowrecord.Decode(lrs.At(i), &r); err != nil {
+				if err := attrcodec.Decode(lrs.At(i), &r); err != nil {
 					b.Fatal(err)
 				}
 				tbl.Add(&r, t0, emit)

@@ -11,6 +11,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
 )
 
 // attributeForm fails unless every record of the batches is in the public
@@ -21,9 +24,9 @@ func attributeForm(t *testing.T, batches []plog.Logs) {
 		lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 		for i := range lrs.Len() {
 			assert.Equal(t, pcommon.ValueTypeEmpty, lrs.At(i).Body().Type())
-			_, ok := lrs.At(i).Attributes().Get(flowrecord.AttrRecordEncoding)
+			_, ok := lrs.At(i).Attributes().Get(compactcodec.AttrRecordEncoding)
 			assert.False(t, ok)
-			_, ok = lrs.At(i).Attributes().Get(flowrecord.AttrSourceAddress)
+			_, ok = lrs.At(i).Attributes().Get(catalogue.AttrSourceAddress)
 			assert.True(t, ok)
 		}
 	}
@@ -40,7 +43,7 @@ func TestAggregateReadsCompactRecords(t *testing.T) {
 		s, d := interNode(1, t0.Add(5*time.Second), 1000, 1010)
 		in := encodedLogs(src, s)
 		broken := in.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().AppendEmpty()
-		flowrecord.EncodeCompact(s, broken)
+		compactcodec.Encode(s, broken)
 		broken.Body().SetEmptyBytes().FromRaw([]byte{1, 2, 3})
 		require.NoError(t, h.p.ConsumeLogs(ctx, in))
 		require.NoError(t, h.p.ConsumeLogs(ctx, encodedLogs(dst, d)))
@@ -48,13 +51,13 @@ func TestAggregateReadsCompactRecords(t *testing.T) {
 		assert.EqualValues(t, 1, h.sum(t, "records_dropped", reason("decode_error")))
 		return sink.AllLogs()
 	}
-	want := decodeAllLogs(t, run(flowrecord.Encode, flowrecord.Encode))
+	want := decodeAllLogs(t, run(attrcodec.Encode, attrcodec.Encode))
 	require.Len(t, want, 1)
 	assert.Equal(t, flowrecord.CorrelationPaired, want[0].Correlation)
 	for name, out := range map[string][]plog.Logs{
-		"both compact":             run(flowrecord.EncodeCompact, flowrecord.EncodeCompact),
-		"compact source half":      run(flowrecord.EncodeCompact, flowrecord.Encode),
-		"compact destination half": run(flowrecord.Encode, flowrecord.EncodeCompact),
+		"both compact":             run(compactcodec.Encode, compactcodec.Encode),
+		"compact source half":      run(compactcodec.Encode, attrcodec.Encode),
+		"compact destination half": run(attrcodec.Encode, compactcodec.Encode),
 	} {
 		attributeForm(t, out)
 		assert.Equal(t, want, decodeAllLogs(t, out), name)
@@ -68,7 +71,7 @@ func TestProxyModeReadsCompactRecords(t *testing.T) {
 	sink := &consumertest.LogsSink{}
 	h := newHarness(t, cfg, sink)
 	src, dst := interNode(1, t0.Add(time.Second), 1000, 1020)
-	require.NoError(t, h.p.ConsumeLogs(ctx, encodedLogs(flowrecord.EncodeCompact, src, dst)))
+	require.NoError(t, h.p.ConsumeLogs(ctx, encodedLogs(compactcodec.Encode, src, dst)))
 	attributeForm(t, sink.AllLogs())
 	got := decodeAllLogs(t, sink.AllLogs())
 	require.Len(t, got, 2)

@@ -2,6 +2,7 @@ package flowcorrelationprocessor
 
 import (
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/aggregate"
 )
 
@@ -13,7 +14,7 @@ import (
 type decodeBuffer struct {
 	recs   []flowrecord.Record
 	labels []map[string]string // empty maps, to decode into
-	dec    flowrecord.Decoder
+	dec    attrcodec.Decoder
 	// held: dec holds an empty map for the source, destination labels (it
 	// keeps the maps it is given until a record has labels there).
 	held [2]bool

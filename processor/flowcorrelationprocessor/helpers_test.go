@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/metadata"
 )
 
@@ -74,7 +75,7 @@ func interNode(i int, end time.Time, srcOctets, dstOctets uint64) (src, dst *flo
 }
 
 // logsOf encodes records as the node collectors send them.
-func logsOf(recs ...*flowrecord.Record) plog.Logs { return encodedLogs(flowrecord.Encode, recs...) }
+func logsOf(recs ...*flowrecord.Record) plog.Logs { return encodedLogs(attrcodec.Encode, recs...) }
 
 // encodedLogs is logsOf in the encoding encode writes.
 func encodedLogs(encode func(*flowrecord.Record, plog.LogRecord), recs ...*flowrecord.Record) plog.Logs {
@@ -100,7 +101,7 @@ func decodeAllLogs(t testing.TB, batches []plog.Logs) []flowrecord.Record {
 				lrs := sls.At(j).LogRecords()
 				for k := range lrs.Len() {
 					var r flowrecord.Record
-					require.NoError(t, flowrecord.Decode(lrs.At(k), &r))
+					require.NoError(t, attrcodec.Decode(lrs.At(k), &r))
 					out = append(out, r)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -84,9 +85,9 @@ func (id *identity) fill(r *flowrecord.Record) {
 // nameResource sets the cluster UID on a proxied batch's resource that has none.
 func (id *identity) nameResource(rl plog.ResourceLogs) {
 	attrs := rl.Resource().Attributes()
-	if _, ok := attrs.Get(flowrecord.ResourceClusterUID); !ok {
+	if _, ok := attrs.Get(catalogue.ResourceClusterUID); !ok {
 		if uid := id.cluster.UID(); uid != "" {
-			attrs.PutStr(flowrecord.ResourceClusterUID, uid)
+			attrs.PutStr(catalogue.ResourceClusterUID, uid)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/metadata"
 )
 
@@ -130,7 +131,7 @@ func TestGatewayNamesBothSidesInProxyMode(t *testing.T) {
 		assert.Equal(t, flowrecord.EndpointPod, r.Destination.Kind, i)
 	}
 	assert.Equal(t, flowrecord.DirectionEgress, got[0].Direction, "direction from what the Node reported")
-	res, ok := sink.AllLogs()[0].ResourceLogs().At(0).Resource().Attributes().Get(flowrecord.ResourceClusterUID)
+	res, ok := sink.AllLogs()[0].ResourceLogs().At(0).Resource().Attributes().Get(catalogue.ResourceClusterUID)
 	require.True(t, ok, "a proxied resource without a cluster UID gets the cluster's")
 	assert.Equal(t, testClusterUID, res.Str())
 }
@@ -173,7 +174,7 @@ func TestAggregateOutputKeepsTheClusterUID(t *testing.T) {
 	under := func(uid string, recs ...*flowrecord.Record) plog.Logs {
 		ld := logsOf(recs...)
 		if uid != "" {
-			ld.ResourceLogs().At(0).Resource().Attributes().PutStr(flowrecord.ResourceClusterUID, uid)
+			ld.ResourceLogs().At(0).Resource().Attributes().PutStr(catalogue.ResourceClusterUID, uid)
 		}
 		return ld
 	}
@@ -183,7 +184,7 @@ func TestAggregateOutputKeepsTheClusterUID(t *testing.T) {
 			for i := range ld.ResourceLogs().Len() {
 				rl := ld.ResourceLogs().At(i)
 				uid := ""
-				if v, ok := rl.Resource().Attributes().Get(flowrecord.ResourceClusterUID); ok {
+				if v, ok := rl.Resource().Attributes().Get(catalogue.ResourceClusterUID); ok {
 					uid = v.Str()
 				}
 				out[uid] += rl.ScopeLogs().At(0).LogRecords().Len()

@@ -15,6 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/aggregate"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/metadata"
 )
@@ -279,20 +281,20 @@ func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, buf *decode
 // clusterUID is the k8s.cluster.uid of a resource ("" when absent): the
 // aggregate output keeps each record under its cluster's resource.
 func clusterUID(res pcommon.Resource) string {
-	if v, ok := res.Attributes().Get(flowrecord.ResourceClusterUID); ok {
+	if v, ok := res.Attributes().Get(catalogue.ResourceClusterUID); ok {
 		return v.AsString()
 	}
 	return ""
 }
 
 // decodeOne decodes lr into r, with dec when it is not nil (see
-// flowrecord.Decoder), and reports whether r can be used.
-func (p *flowProcessor) decodeOne(ctx context.Context, lr plog.LogRecord, r *flowrecord.Record, dec *flowrecord.Decoder) bool {
+// attrcodec.Decoder), and reports whether r can be used.
+func (p *flowProcessor) decodeOne(ctx context.Context, lr plog.LogRecord, r *flowrecord.Record, dec *attrcodec.Decoder) bool {
 	var err error
 	if dec != nil {
 		err = dec.Decode(lr, r)
 	} else {
-		err = flowrecord.Decode(lr, r)
+		err = attrcodec.Decode(lr, r)
 	}
 	if err != nil {
 		p.tel.ProcessorFlowCorrelationRecordsDropped.Add(ctx, 1, withReason(reasonDecodeError))
@@ -341,7 +343,7 @@ func (p *flowProcessor) proxy(ctx context.Context, ld plog.Logs) error {
 					p.tel.ProcessorFlowCorrelationRecordsRelayFolded.Add(ctx, 1, withReason(ModeProxy))
 					return true
 				}
-				flowrecord.Encode(&r, lr)
+				attrcodec.Encode(&r, lr)
 				if int(r.Correlation) < len(byState) {
 					byState[r.Correlation]++
 				}

@@ -25,6 +25,9 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/aggregate"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor/internal/metadata"
 )
@@ -121,15 +124,15 @@ func TestUndecodableRecordIsDroppedAloneAndCounted(t *testing.T) {
 	ld := logsOf(src)
 	lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 	bad := lrs.AppendEmpty()
-	flowrecord.Encode(src, bad)
+	attrcodec.Encode(src, bad)
 	bad.Attributes().PutStr("source.port", "http") // wrong type
 	noAddr := lrs.AppendEmpty()
-	flowrecord.Encode(src, noAddr)
-	noAddr.Attributes().Remove(flowrecord.AttrDestinationAddress)
+	attrcodec.Encode(src, noAddr)
+	noAddr.Attributes().Remove(catalogue.AttrDestinationAddress)
 	noTime := lrs.AppendEmpty()
-	flowrecord.Encode(src, noTime)
+	attrcodec.Encode(src, noTime)
 	noTime.SetTimestamp(0)
-	flowrecord.Encode(dst, lrs.AppendEmpty())
+	attrcodec.Encode(dst, lrs.AppendEmpty())
 
 	require.NoError(t, p.ConsumeLogs(ctx, ld))
 	got := decodeAllLogs(t, sink.AllLogs())
@@ -372,7 +375,7 @@ func TestDecodeBufferReusesForgottenLabelMaps(t *testing.T) {
 	for _, enc := range []struct {
 		name   string
 		encode func(*flowrecord.Record, plog.LogRecord)
-	}{{"attributes", flowrecord.Encode}, {"compact", flowrecord.EncodeCompact}} {
+	}{{"attributes", attrcodec.Encode}, {"compact", compactcodec.Encode}} {
 		t.Run(enc.name, func(t *testing.T) {
 			tbl := aggregate.New(aggregate.Settings{ActiveTimeout: time.Minute, InactiveTimeout: time.Minute, PairingTimeout: time.Minute, RecycleLabels: true})
 			emit := func(*flowrecord.Record, aggregate.Reason) {}
@@ -437,7 +440,7 @@ func TestRecycledLabelMapsCarryOnlyTheirOwnLabels(t *testing.T) {
 		}
 		// One record a batch, so later ones decode into maps earlier batches took back.
 		for _, r := range slices.Concat(srcs, dsts, updates) {
-			require.NoError(t, h.p.ConsumeLogs(ctx, encodedLogs(flowrecord.EncodeCompact, r)))
+			require.NoError(t, h.p.ConsumeLogs(ctx, encodedLogs(compactcodec.Encode, r)))
 		}
 		h.clock.advance(time.Hour) // every connection exported once more and forgotten
 		got := decodeAllLogs(t, sink.AllLogs())
@@ -482,7 +485,7 @@ func TestConcurrentBatchesRecycleLabelsSafely(t *testing.T) {
 					s.Source.PodLabels = map[string]string{"conn": fmt.Sprint(n)}
 					d.Destination.PodLabels = map[string]string{"conn": fmt.Sprint(n), "side": "dst"}
 					for _, r := range []*flowrecord.Record{s, d} {
-						assert.NoError(t, h.p.ConsumeLogs(ctx, encodedLogs(flowrecord.EncodeCompact, r)))
+						assert.NoError(t, h.p.ConsumeLogs(ctx, encodedLogs(compactcodec.Encode, r)))
 					}
 				}
 			}()
@@ -511,7 +514,7 @@ func TestDecodeAllKeepsEachAggregation(t *testing.T) {
 	for _, enc := range []struct {
 		name   string
 		encode func(*flowrecord.Record, plog.LogRecord)
-	}{{"attributes", flowrecord.Encode}, {"compact", flowrecord.EncodeCompact}} {
+	}{{"attributes", attrcodec.Encode}, {"compact", compactcodec.Encode}} {
 		t.Run(enc.name, func(t *testing.T) {
 			batch := func(b int) []*flowrecord.Record {
 				var in []*flowrecord.Record

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
 
 // ring is a consistent-hash ring built the way the contrib load_balancing
@@ -101,7 +102,7 @@ func routeByFlowKey(r *ring, ld plog.Logs) map[string]plog.Logs {
 			for k := range lrs.Len() {
 				lr := lrs.At(k)
 				id := "flow.key=|"
-				if v, ok := lr.Attributes().Get(flowrecord.AttrKey); ok {
+				if v, ok := lr.Attributes().Get(catalogue.AttrKey); ok {
 					id = "flow.key=" + v.AsString() + "|"
 				}
 				ep := r.endpointFor([]byte(id))

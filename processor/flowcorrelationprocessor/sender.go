@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
 
 // Retry policy for records the next consumer refuses with a retryable error.
@@ -46,7 +48,7 @@ func newBatch(scopeName, version string, hint int) *batch {
 }
 
 func (b *batch) add(r *flowrecord.Record) {
-	flowrecord.Encode(r, b.recordsOf(r.ClusterUID).AppendEmpty())
+	attrcodec.Encode(r, b.recordsOf(r.ClusterUID).AppendEmpty())
 	b.n++
 	if int(r.Correlation) < len(b.byState) {
 		b.byState[r.Correlation]++
@@ -62,7 +64,7 @@ func (b *batch) recordsOf(uid string) plog.LogRecordSlice {
 	}
 	rl := b.logs.ResourceLogs().AppendEmpty()
 	if uid != "" {
-		rl.Resource().Attributes().PutStr(flowrecord.ResourceClusterUID, uid)
+		rl.Resource().Attributes().PutStr(catalogue.ResourceClusterUID, uid)
 	}
 	sl := rl.ScopeLogs().AppendEmpty()
 	sl.Scope().SetName(b.scopeName)

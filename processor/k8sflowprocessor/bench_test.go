@@ -3,10 +3,13 @@ package k8sflowprocessor
 import (
 	"testing"
 
-	"go.opentelemetry.io/collector/pdata/plog"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog"
+
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
 )
 
 // BenchmarkEnrich measures enrich + classify of one record on the hot path
@@ -52,7 +55,7 @@ func BenchmarkProcessLogs(b *testing.B) {
 		b.Run("encoding="+encoding, func(b *testing.B) {
 			p := nodeProcessorsB(b)["node-a"]
 			if encoding == EncodingCompact {
-				p.encode = flowrecord.EncodeCompact
+				p.encode = compactcodec.Encode
 			}
 			const batch = 100
 			tmpl := plog.NewLogs()
@@ -60,7 +63,7 @@ func BenchmarkProcessLogs(b *testing.B) {
 			for i := range batch {
 				r := moreCases(v4)[4].record()
 				r.Source.Port = uint16(10000 + i)
-				flowrecord.Encode(r, sl.LogRecords().AppendEmpty())
+				attrcodec.Encode(r, sl.LogRecords().AppendEmpty())
 			}
 			ld := plog.NewLogs()
 			b.ReportAllocs()

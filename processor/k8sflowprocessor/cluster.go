@@ -3,7 +3,7 @@ package k8sflowprocessor
 import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
 
 // nameCluster puts the cluster's identity, k8s.cluster.uid (cluster_uid, or
@@ -12,6 +12,6 @@ import (
 // domain and clusterId) without being configured.
 func (p *k8sFlowProcessor) nameCluster(rl plog.ResourceLogs) {
 	if uid := p.cluster.UID(); uid != "" {
-		rl.Resource().Attributes().PutStr(flowrecord.ResourceClusterUID, uid)
+		rl.Resource().Attributes().PutStr(catalogue.ResourceClusterUID, uid)
 	}
 }

@@ -14,7 +14,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 	"github.com/flowtel/flowtel/testbed/controlplane"
 )
 
@@ -24,11 +25,11 @@ func clusterUIDOf(t *testing.T, p *k8sFlowProcessor) string {
 	t.Helper()
 	ld := plog.NewLogs()
 	r := flowCase{reporter: "node-a", src: hp(v4.gwA, 40000), dst: hp(v4.external, 443)}.record() // node-a → external
-	flowrecord.Encode(r, ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+	attrcodec.Encode(r, ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
 	out, err := p.processLogs(context.Background(), ld)
 	require.NoError(t, err)
 	require.Equal(t, 1, out.LogRecordCount())
-	v, ok := out.ResourceLogs().At(0).Resource().Attributes().Get(flowrecord.ResourceClusterUID)
+	v, ok := out.ResourceLogs().At(0).Resource().Attributes().Get(catalogue.ResourceClusterUID)
 	if !ok {
 		return ""
 	}

@@ -10,7 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
 )
 
 // With encoding: compact every record leaves in the compact encoding (those
@@ -36,10 +37,10 @@ func TestEncodingCompact(t *testing.T) {
 		for i := range lrs.Len() {
 			lr := lrs.At(i)
 			assert.Equal(t, pcommon.ValueTypeBytes, lr.Body().Type())
-			v, ok := lr.Attributes().Get(flowrecord.AttrRecordEncoding)
+			v, ok := lr.Attributes().Get(compactcodec.AttrRecordEncoding)
 			require.True(t, ok)
-			assert.Equal(t, flowrecord.EncodingCompactV1, v.Str())
-			_, ok = lr.Attributes().Get(flowrecord.AttrKey)
+			assert.Equal(t, compactcodec.EncodingCompactV1, v.Str())
+			_, ok = lr.Attributes().Get(catalogue.AttrKey)
 			assert.True(t, ok, "load_balancing routes on flow.key")
 		}
 	}

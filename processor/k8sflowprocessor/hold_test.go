@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 	"github.com/flowtel/flowtel/processor/k8sflowprocessor/internal/metadata"
 )
 
@@ -68,12 +70,12 @@ func (h *holdingProcessor) exported(t *testing.T) map[string]flowrecord.Record {
 	for _, ld := range h.sink.AllLogs() {
 		for i := 0; i < ld.ResourceLogs().Len(); i++ {
 			rl := ld.ResourceLogs().At(i)
-			uid, _ := rl.Resource().Attributes().Get(flowrecord.ResourceClusterUID)
+			uid, _ := rl.Resource().Attributes().Get(catalogue.ResourceClusterUID)
 			for j := 0; j < rl.ScopeLogs().Len(); j++ {
 				lrs := rl.ScopeLogs().At(j).LogRecords()
 				for k := 0; k < lrs.Len(); k++ {
 					var r flowrecord.Record
-					require.NoError(t, flowrecord.Decode(lrs.At(k), &r))
+					require.NoError(t, attrcodec.Decode(lrs.At(k), &r))
 					r.ClusterUID = uid.Str()
 					out[r.Source.Address.String()] = r
 				}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 )
 
 // ingressPolicy is a NetworkPolicy of default selecting app=target, with
@@ -60,7 +61,7 @@ func TestPolicyAttribution(t *testing.T) {
 	assert.Equal(t, want, r.IngressPolicy)
 	assert.Equal(t, flowrecord.Policy{}, r.EgressPolicy)
 	lr := plog.NewLogRecord()
-	flowrecord.Encode(r, lr)
+	attrcodec.Encode(r, lr)
 	name, _ := lr.Attributes().Get("flow.ingress_policy.name")
 	action, _ := lr.Attributes().Get("flow.ingress_policy.rule_action")
 	assert.Equal(t, "allow-db", name.Str())

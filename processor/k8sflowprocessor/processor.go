@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 	"github.com/flowtel/flowtel/processor/k8sflowprocessor/internal/metadata"
 )
@@ -54,9 +56,9 @@ func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now fu
 	if err != nil {
 		return nil, err
 	}
-	p := &k8sFlowProcessor{cfg: cfg, logger: set.Logger, ix: ix, client: client, tel: tel, encode: flowrecord.Encode}
+	p := &k8sFlowProcessor{cfg: cfg, logger: set.Logger, ix: ix, client: client, tel: tel, encode: attrcodec.Encode}
 	if cfg.Encoding == EncodingCompact {
-		p.encode = flowrecord.EncodeCompact
+		p.encode = compactcodec.Encode
 	}
 	if cfg.HoldUnresolved > 0 {
 		p.hold = &holdBuffer{max: cfg.HoldMaxRecords, wait: cfg.HoldUnresolved}
@@ -139,7 +141,7 @@ func (p *k8sFlowProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.
 			var origin *heldOrigin
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
 				c.received++
-				if err := flowrecord.Decode(lr, &rec); err != nil {
+				if err := attrcodec.Decode(lr, &rec); err != nil {
 					c.decode++
 					decodeErr = err
 					return true

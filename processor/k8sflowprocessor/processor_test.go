@@ -22,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/processor/k8sflowprocessor/internal/metadata"
 )
 
@@ -53,7 +54,7 @@ func metricValues(t *testing.T, tt *componenttest.Telemetry, name string) map[st
 
 func encode(t *testing.T, sl plog.ScopeLogs, r *flowrecord.Record) {
 	t.Helper()
-	flowrecord.Encode(r, sl.LogRecords().AppendEmpty())
+	attrcodec.Encode(r, sl.LogRecords().AppendEmpty())
 }
 
 // The whole path: plog in, decoded, enriched, dropped or re-encoded, counted.
@@ -88,7 +89,7 @@ func TestProcessLogs(t *testing.T) {
 	lrs := out.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 
 	var got flowrecord.Record
-	require.NoError(t, flowrecord.Decode(lrs.At(0), &got))
+	require.NoError(t, attrcodec.Decode(lrs.At(0), &got))
 	assert.Equal(t, flowrecord.FlowTypeIntraNode, got.FlowType)
 	assert.Equal(t, flowrecord.SideBoth, got.Reporter.Side)
 	assert.Equal(t, flowrecord.EndpointNode, got.Source.Kind)

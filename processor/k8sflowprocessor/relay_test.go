@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/processor/k8sflowprocessor/internal/metadata"
 )
 
@@ -45,9 +46,9 @@ func TestNodePortForwardedToAnotherNodeAddsARelayLeg(t *testing.T) {
 			lrs := sink.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 			require.Equal(t, 3, lrs.Len())
 			var first, local, relay flowrecord.Record
-			require.NoError(t, flowrecord.Decode(lrs.At(0), &first))
-			require.NoError(t, flowrecord.Decode(lrs.At(1), &local))
-			require.NoError(t, flowrecord.Decode(lrs.At(2), &relay))
+			require.NoError(t, attrcodec.Decode(lrs.At(0), &first))
+			require.NoError(t, attrcodec.Decode(lrs.At(1), &local))
+			require.NoError(t, attrcodec.Decode(lrs.At(2), &relay))
 			assert.Equal(t, flowrecord.SideDestination, first.Reporter.Side)
 			assert.Equal(t, forwarded.key, first.Key)
 			assert.Equal(t, flowrecord.SideDestination, local.Reporter.Side)

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/deny"
 )
@@ -40,9 +41,9 @@ func TestDeniedRecord(t *testing.T) {
 		var rec flowrecord.Record
 		toDeniedRecord(&x, "node-a", now, &rec)
 		lr := plog.NewLogRecord()
-		flowrecord.Encode(&rec, lr)
+		attrcodec.Encode(&rec, lr)
 		var got flowrecord.Record
-		require.NoError(t, flowrecord.Decode(lr, &got), tt.name)
+		require.NoError(t, attrcodec.Decode(lr, &got), tt.name)
 		want := flowrecord.Record{
 			Start: t0, End: t0.Add(3 * time.Second), Observed: now, Protocol: 6,
 			Source:                     flowrecord.Endpoint{Address: x.Src, Port: 40000},

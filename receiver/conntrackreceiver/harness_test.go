@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
 )
 
@@ -77,7 +78,7 @@ func (h *harness) records() []flowrecord.Record {
 				lrs := rl.ScopeLogs().At(j).LogRecords()
 				for k := 0; k < lrs.Len(); k++ {
 					var r flowrecord.Record
-					if err := flowrecord.Decode(lrs.At(k), &r); err != nil {
+					if err := attrcodec.Decode(lrs.At(k), &r); err != nil {
 						h.t.Fatalf("record %d does not decode: %v", k, err)
 					}
 					if lrs.At(k).EventName() != flowrecord.EventName {

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/profile"
@@ -460,7 +461,7 @@ func (r *conntrackReceiver) send(ctx context.Context, xs []store.Export, now tim
 	var rec flowrecord.Record
 	for i := range xs {
 		toRecord(&xs[i], r.node, now, &rec)
-		flowrecord.Encode(&rec, lrs.AppendEmpty())
+		attrcodec.Encode(&rec, lrs.AppendEmpty())
 	}
 	return r.consume(ctx, ld, len(xs))
 }

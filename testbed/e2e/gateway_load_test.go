@@ -31,6 +31,8 @@ import (
 
 	"github.com/flowtel/flowtel/distributions"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
 	"github.com/flowtel/flowtel/testbed/collector"
 )
 
@@ -66,7 +68,7 @@ func BenchmarkGateway(b *testing.B) {
 var hopEncodings = []struct {
 	name   string
 	encode func(*flowrecord.Record, plog.LogRecord)
-}{{"attributes", flowrecord.Encode}, {"compact", flowrecord.EncodeCompact}}
+}{{"attributes", attrcodec.Encode}, {"compact", compactcodec.Encode}}
 
 // A loadShape is one configuration of the load run.
 type loadShape struct {
@@ -260,7 +262,7 @@ func countingConsumer(out, notPaired, undecodable *atomic.Int64) consumer.Logs {
 		if n%100 < int64(ld.LogRecordCount()) {
 			lr := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
 			var r flowrecord.Record
-			if err := flowrecord.Decode(lr, &r); err != nil || lr.Body().Type() != pcommon.ValueTypeEmpty {
+			if err := attrcodec.Decode(lr, &r); err != nil || lr.Body().Type() != pcommon.ValueTypeEmpty {
 				undecodable.Add(1) // or not in the attribute form, whatever came in
 			} else if r.Correlation != flowrecord.CorrelationPaired {
 				notPaired.Add(1)

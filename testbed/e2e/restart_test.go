@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/testbed/netlab"
 )
 
@@ -111,7 +112,7 @@ func nodeRecords(t *testing.T, tap *consumertest.LogsSink) []flowrecord.Record {
 				lrs := sls.At(j).LogRecords()
 				for k := range lrs.Len() {
 					var r flowrecord.Record
-					require.NoError(t, flowrecord.Decode(lrs.At(k), &r))
+					require.NoError(t, attrcodec.Decode(lrs.At(k), &r))
 					if r.Reporter.NodeName == "node-1" && r.Source.Port == restartSport && r.Protocol == 6 {
 						out = append(out, r)
 					}

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/testbed/ipfixcollector"
 )
 
@@ -327,7 +328,7 @@ func (s *otlpSink) flowRecords() ([]flowrecord.Record, error) {
 				lrs := sls.At(j).LogRecords()
 				for k := range lrs.Len() {
 					var r flowrecord.Record
-					if err := flowrecord.Decode(lrs.At(k), &r); err != nil {
+					if err := attrcodec.Decode(lrs.At(k), &r); err != nil {
 						return nil, fmt.Errorf("OTLP sink: %w", err)
 					}
 					out = append(out, r)

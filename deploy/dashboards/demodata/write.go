@@ -15,6 +15,8 @@ import (
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
@@ -37,10 +39,10 @@ func Write(t testing.TB, srv *chserver.Server, database string, recs []*flowreco
 	}
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
-	rl.Resource().Attributes().PutStr(flowrecord.ResourceClusterUID, "demo-cluster")
+	rl.Resource().Attributes().PutStr(catalogue.ResourceClusterUID, "demo-cluster")
 	lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
 	for _, r := range recs {
-		flowrecord.Encode(r, lrs.AppendEmpty())
+		attrcodec.Encode(r, lrs.AppendEmpty())
 	}
 	if err := exp.ConsumeLogs(ctx, ld); err != nil {
 		t.Fatal(err)

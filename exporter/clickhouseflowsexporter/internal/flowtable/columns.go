@@ -1,6 +1,6 @@
 // Package flowtable is the ClickHouse `flows` table the clickhouse_flows
 // exporter writes: its columns (Antrea's 51 plus flowtel's own, taken from
-// the field catalogue of internal/flowrecord), the DDL that creates it on
+// the field catalogue of internal/flowrecord/catalogue), the DDL that creates it on
 // every ClickHouse version from 18.16 on, and the column-oriented block that
 // one INSERT sends.
 package flowtable
@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
 
 // kind is the Go representation of a column's values in a Block, chosen by
@@ -43,16 +44,16 @@ type Column struct {
 
 	attr, doc string // the catalogue's, for the documentation
 	kind      kind
-	value     flowrecord.Value
+	value     catalogue.Value
 }
 
 // Columns lists the inserted columns in INSERT order: Antrea's 51 in the order
 // of Antrea's table, then flowtel's, as the field catalogue places them. The
 // Antrea table also has timeInserted (DEFAULT now()) and trusted (DEFAULT 0),
 // which are never inserted.
-var Columns = mustColumns(flowrecord.ClickHouseColumns())
+var Columns = mustColumns(catalogue.ClickHouseColumns())
 
-func mustColumns(cs []flowrecord.Column) []Column {
+func mustColumns(cs []catalogue.Column) []Column {
 	out := make([]Column, len(cs))
 	for i, c := range cs {
 		k, err := kindOf(c)
@@ -66,25 +67,25 @@ func mustColumns(cs []flowrecord.Column) []Column {
 
 // kindKey is a column's type and the kind of the value it holds.
 type kindKey struct {
-	col flowrecord.ColumnType
-	val flowrecord.Kind
+	col catalogue.ColumnType
+	val catalogue.Kind
 }
 
 // kinds says how a column is filled, by its kindKey.
 var kinds = map[kindKey]kind{
-	{flowrecord.DateTime, flowrecord.KindTime}:   kindTime,
-	{flowrecord.UInt8, flowrecord.KindUint8}:     kindUInt8,
-	{flowrecord.UInt8, flowrecord.KindEnum}:      kindUInt8,
-	{flowrecord.UInt16, flowrecord.KindUint16}:   kindUInt16,
-	{flowrecord.UInt64, flowrecord.KindUint64}:   kindUInt64,
-	{flowrecord.CHString, flowrecord.KindString}: kindString,
-	{flowrecord.CHString, flowrecord.KindEnum}:   kindName,
-	{flowrecord.CHString, flowrecord.KindAddr}:   kindAddr,
-	{flowrecord.CHString, flowrecord.KindLabels}: kindLabels,
+	{catalogue.DateTime, catalogue.KindTime}:   kindTime,
+	{catalogue.UInt8, catalogue.KindUint8}:     kindUInt8,
+	{catalogue.UInt8, catalogue.KindEnum}:      kindUInt8,
+	{catalogue.UInt16, catalogue.KindUint16}:   kindUInt16,
+	{catalogue.UInt64, catalogue.KindUint64}:   kindUInt64,
+	{catalogue.CHString, catalogue.KindString}: kindString,
+	{catalogue.CHString, catalogue.KindEnum}:   kindName,
+	{catalogue.CHString, catalogue.KindAddr}:   kindAddr,
+	{catalogue.CHString, catalogue.KindLabels}: kindLabels,
 }
 
 // kindOf chooses how a column is filled from its type and its value's kind.
-func kindOf(c flowrecord.Column) (kind, error) {
+func kindOf(c catalogue.Column) (kind, error) {
 	if k, ok := kinds[kindKey{c.Type, c.Value.Kind}]; ok {
 		return k, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/vmware/go-ipfix/pkg/registry"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
 
 // Kind names a record layout.
@@ -46,8 +47,8 @@ func init() {
 	registry.LoadRegistry()
 }
 
-// catalogue is every IE of the field catalogue, by name: what each carries.
-var catalogue = flowrecord.IPFIXElements()
+// catalogueIEs is every IE of the field catalogue, by name: what each carries.
+var catalogueIEs = catalogue.IPFIXElements()
 
 // Names returns the IE names of the layout in template order.
 func Names(o Options, ipv6 bool) ([]string, error) {
@@ -190,7 +191,7 @@ func newTemplate(o Options, id uint16, ipv6 bool) (*Template, error) {
 	}
 	t := &Template{ID: id, IPv6: ipv6}
 	for _, name := range names {
-		ie, ok := catalogue[name]
+		ie, ok := catalogueIEs[name]
 		if !ok {
 			return nil, fmt.Errorf("layout %s: IE %s is not in the field catalogue", o.Kind, name)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowtel/flowtel/internal/antreawire"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
 
 // opKind is how an IE's value is read from a Record and written.
@@ -38,7 +39,7 @@ const (
 type op struct {
 	kind opKind
 	name string
-	v    flowrecord.Value
+	v    catalogue.Value
 	// template6 is the template's family, for the error of an address of the other family.
 	template6 bool
 	texts     *antreawire.Texts // opLabels, opAddrText
@@ -47,30 +48,30 @@ type op struct {
 
 // newOp returns the op of an IE of the field catalogue in a template of the
 // given family, chosen by the IE's type and the kind of the value it carries.
-func newOp(ie flowrecord.IE, ipv6 bool) (op, error) {
+func newOp(ie catalogue.IE, ipv6 bool) (op, error) {
 	o := op{name: ie.Name, v: ie.Value, template6: ipv6}
 	switch k := ie.Value.Kind; {
-	case ie.Type == flowrecord.Unsigned8 && (k == flowrecord.KindUint8 || k == flowrecord.KindEnum):
+	case ie.Type == catalogue.Unsigned8 && (k == catalogue.KindUint8 || k == catalogue.KindEnum):
 		o.kind = opUint8
-	case ie.Type == flowrecord.Unsigned16 && k == flowrecord.KindUint16:
+	case ie.Type == catalogue.Unsigned16 && k == catalogue.KindUint16:
 		o.kind = opUint16
-	case ie.Type == flowrecord.Unsigned32 && k == flowrecord.KindUint32:
+	case ie.Type == catalogue.Unsigned32 && k == catalogue.KindUint32:
 		o.kind = opUint32
-	case ie.Type == flowrecord.Unsigned64 && k == flowrecord.KindUint64:
+	case ie.Type == catalogue.Unsigned64 && k == catalogue.KindUint64:
 		o.kind = opUint64
-	case ie.Type == flowrecord.DateTimeSeconds && k == flowrecord.KindTime:
+	case ie.Type == catalogue.DateTimeSeconds && k == catalogue.KindTime:
 		o.kind = opTime
-	case ie.Type == flowrecord.String && k == flowrecord.KindString:
+	case ie.Type == catalogue.String && k == catalogue.KindString:
 		o.kind = opString
-	case ie.Type == flowrecord.String && k == flowrecord.KindLabels:
+	case ie.Type == catalogue.String && k == catalogue.KindLabels:
 		o.kind, o.texts = opLabels, &antreawire.Texts{}
-	case ie.Type == flowrecord.String && k == flowrecord.KindAddr:
+	case ie.Type == catalogue.String && k == catalogue.KindAddr:
 		o.kind, o.texts = opAddrText, &antreawire.Texts{}
-	case ie.Type == flowrecord.IPv4Address && k == flowrecord.KindAddr:
+	case ie.Type == catalogue.IPv4Address && k == catalogue.KindAddr:
 		o.kind, o.scratch = opIPv4, make(net.IP, net.IPv4len)
-	case ie.Type == flowrecord.IPv6Address && k == flowrecord.KindAddr:
+	case ie.Type == catalogue.IPv6Address && k == catalogue.KindAddr:
 		o.kind, o.scratch = opIPv6, make(net.IP, net.IPv6len)
-	case ie.Type == flowrecord.OctetArray && k == flowrecord.KindString:
+	case ie.Type == catalogue.OctetArray && k == catalogue.KindString:
 		o.kind, o.scratch = opUUID, make([]byte, 16)
 	default:
 		return op{}, fmt.Errorf("IE %s: no way to write a %s value as %s", ie.Name, k, ie.Type)

@@ -30,7 +30,7 @@ func stringIE(t *testing.T, name string) entities.InfoElementWithValue {
 // setterOf sets the go-ipfix element of an IE of the catalogue in an IPv4 template.
 func setterOf(t *testing.T, name string) func(*flowrecord.Record, entities.InfoElementWithValue) error {
 	t.Helper()
-	o, err := newOp(catalogue[name], false)
+	o, err := newOp(catalogueIEs[name], false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestEgressIPText(t *testing.T) {
 // sides of the one-byte length limit, and one over 65535 bytes fails the
 // record naming the IE, leaving the buffer as it was.
 func TestStringLengths(t *testing.T) {
-	o, err := newOp(catalogue["sourcePodName"], false)
+	o, err := newOp(catalogueIEs["sourcePodName"], false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,37 @@
+//go:build flowtel_safe
+
+package attrcodec
+
+import (
+	"unsafe"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
+)
+
+// The flowtel_safe build reads pdata through its public API alone (see
+// read_fast.go for the other build).
+
+func strOf(v pcommon.Value) (string, bool) { return v.Str(), v.Type() == pcommon.ValueTypeStr }
+func intOf(v pcommon.Value) (int64, bool)  { return v.Int(), v.Type() == pcommon.ValueTypeInt }
+func boolOf(v pcommon.Value) (bool, bool)  { return v.Bool(), v.Type() == pcommon.ValueTypeBool }
+func mapOf(v pcommon.Value) (pcommon.Map, bool) {
+	return v.Map(), v.Type() == pcommon.ValueTypeMap
+}
+
+// quick never decodes: every value goes through the dec* functions.
+func quick(*catalogue.Ref, unsafe.Pointer, pcommon.Value, *spares) bool { return false }
+
+// fast never walks: Decode walks the attributes through the API.
+func (d *attrDecoder) fast(pcommon.Map) (err error, done bool) { return nil, false }
+
+// eachEntry calls f on each entry of m, until it returns an error.
+func eachEntry(m pcommon.Map, f func(k string, v pcommon.Value) error) error {
+	var err error
+	m.Range(func(k string, v pcommon.Value) bool {
+		err = f(k, v)
+		return err == nil
+	})
+	return err
+}
