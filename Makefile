@@ -17,7 +17,9 @@ BENCHTIME    ?= 1s
 TAGS         := integration
 # flowtel_safe builds the codec and the ClickHouse block without their fast
 # paths into pdata's, xpdata's and clickhouse-go's internals (public APIs
-# alone); `make test` runs the unit tests that way too.
+# alone); `make test` runs the unit and integration tests of the components
+# that way too (the end-to-end, deploy and distribution tests run the built
+# collectors, which are built one way).
 SAFE_TAGS    := flowtel_safe
 # make demo DEMO_HOLD=10m keeps the demo cluster up for queries
 DEMO_HOLD    ?= 0s
@@ -51,7 +53,7 @@ peers: ## Build, once per machine, the real peers the tests run (kube-apiserver,
 .PHONY: test
 test: deps build peers ## Unit, integration and end-to-end tests, plus a bounded fuzz run of the record codec
 	$(GO) test -tags $(TAGS) -count=1 -timeout 30m ./...
-	$(GO) test -tags $(SAFE_TAGS) -count=1 ./...
+	$(GO) test -tags "$(TAGS) $(SAFE_TAGS)" -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e /testbed/e2e -e /deploy -e /distributions)
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/attrcodec
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/attrcodec
 	$(GO) test -run '^$$' -fuzz '^FuzzCompactRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/compactcodec
@@ -69,7 +71,7 @@ generate: ## Regenerate each component's metadata code, generated tests and docu
 lint: ## gofmt, go vet, staticcheck, go.mod tidy
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
-	$(GO) vet -tags $(SAFE_TAGS) ./...
+	$(GO) vet -tags "$(TAGS) $(SAFE_TAGS)" ./...
 	$(STATICCHECK) -tags $(TAGS) ./...
 	@$(MAKE) --no-print-directory generate; changed=$$(git status --porcelain -- $(dir $(METADATA)) | grep -E 'generated_|documentation.md|README.md' || true); if [ -n "$$changed" ]; then echo "mdatagen output is stale (run make generate and commit):"; echo "$$changed"; exit 1; fi
 	@$(GO) mod tidy -diff > /dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }

@@ -87,5 +87,6 @@ func driverColumn[T any](c column.Interface) unsafe.Pointer {
 	return unsafe.Pointer(f.UnsafeAddr())
 }
 
-// driverFastPath: this build shares the block's buffers with the driver.
-const driverFastPath = true
+// SharesDriverColumns: AppendTo shares the block's buffers with the driver in
+// this build (when the driver's columns are the ones it knows).
+const SharesDriverColumns = true

@@ -12,5 +12,5 @@ func (b *Block) AppendTo(batch driver.Batch) (shared bool, err error) {
 	return false, b.CopyTo(batch)
 }
 
-// driverFastPath: this build copies.
-const driverFastPath = false
+// SharesDriverColumns: AppendTo copies in this build.
+const SharesDriverColumns = false
