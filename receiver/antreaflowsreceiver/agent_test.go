@@ -354,7 +354,9 @@ func (p *pki) grpcTLS(t testing.TB, cert, key string) credentials.TransportCrede
 	if cert != "" {
 		kp, err := tls.LoadX509KeyPair(cert, key)
 		require.NoError(t, err)
-		c.Certificates = []tls.Certificate{kp}
+		// Sent whatever CAs the server names, as an agent holding a wrong
+		// certificate would (crypto/tls would otherwise send none).
+		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &kp, nil }
 	}
 	return credentials.NewTLS(c)
 }
@@ -434,6 +436,25 @@ func exportGRPC(t testing.TB, addr string, creds credentials.TransportCredential
 			_, err = stream.CloseAndRecv()
 			return err
 		}
+	}
+	_, err = stream.CloseAndRecv()
+	return err
+}
+
+// exportGRPCRequest sends one request over a plaintext stream and closes it.
+func exportGRPCRequest(t testing.TB, addr string, req *pb.ExportRequest) error {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := pb.NewFlowExportServiceClient(conn).Export(ctx)
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(req); err != nil {
+		return err
 	}
 	_, err = stream.CloseAndRecv()
 	return err
