@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -389,6 +390,12 @@ func freeAddr(t testing.TB, network string) string {
 // on one port (a port free for both), gRPC on another.
 func startReceiver(t *testing.T, mut func(*Config)) *started {
 	t.Helper()
+	return startReceiverTo(t, nil, mut)
+}
+
+// startReceiverTo is startReceiver handing its records to next (nil: a sink).
+func startReceiverTo(t *testing.T, next consumer.Logs, mut func(*Config)) *started {
+	t.Helper()
 	cfg := createDefaultConfig()
 	for {
 		addr := freeAddr(t, "tcp")
@@ -407,8 +414,11 @@ func startReceiver(t *testing.T, mut func(*Config)) *started {
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	sink := new(consumertest.LogsSink)
+	if next == nil {
+		next = sink
+	}
 	set := metadatatest.NewSettings(tel)
-	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, sink)
+	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, next)
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, rcv.Shutdown(context.Background())) })

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 
+	_ "github.com/flowtel/flowtel/internal/grpcgzip" // gRPC's gzip at half the CPU (D14), should an agent compress
 	"github.com/flowtel/flowtel/receiver/antreaflowsreceiver/internal/metadata"
 )
 
