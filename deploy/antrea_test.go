@@ -1,0 +1,118 @@
+//go:build integration
+
+package deploy_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// flowtel in place of Antrea's Flow Aggregator (component
+// antrea-flow-aggregator): the Service flow-aggregator in the Namespace
+// flow-aggregator serves the agents' ports on the gateway it selects, whose
+// merged configuration adds antrea_flows to the one logs pipeline (so the
+// agents' halves meet the node collectors' in one flow_correlation) with the
+// certificates deploy/antrea-certs.sh makes; the real API server accepts it.
+func TestAntreaFlowAggregator(t *testing.T) {
+	manifests := kustomize(t, "examples/antrea-flow-aggregator")
+	objs := objects(t, manifests)
+
+	var svc *corev1.Service
+	for _, o := range find(objs, "Service") {
+		var s corev1.Service
+		convert(t, o, &s)
+		if s.Name == "flow-aggregator" {
+			svc = &s
+		}
+	}
+	if svc == nil || svc.Namespace != "flow-aggregator" {
+		t.Fatalf("no Service flow-aggregator in the Namespace flow-aggregator: %+v", svc)
+	}
+	want := map[string]struct {
+		port  int32
+		proto corev1.Protocol
+	}{"ipfix-tcp": {4739, corev1.ProtocolTCP}, "ipfix-udp": {4739, corev1.ProtocolUDP}, "grpc": {14739, corev1.ProtocolTCP}}
+	if len(svc.Spec.Ports) != len(want) {
+		t.Errorf("Service ports %+v, want %v", svc.Spec.Ports, want)
+	}
+	var gw *appsv1.StatefulSet
+	for _, o := range find(objs, "StatefulSet") {
+		var s appsv1.StatefulSet
+		convert(t, o, &s)
+		if labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(s.Spec.Template.Labels)) {
+			gw = &s
+		}
+	}
+	if gw == nil {
+		t.Fatal("the Service selects no gateway StatefulSet")
+	}
+	if gw.Spec.Replicas == nil || *gw.Spec.Replicas != 1 {
+		t.Errorf("gateway replicas %v, want 1: each agent exports to one replica", gw.Spec.Replicas)
+	}
+	c := gw.Spec.Template.Spec.Containers[0]
+	for _, p := range svc.Spec.Ports {
+		w, ok := want[p.Name]
+		if !ok || p.Port != w.port || p.Protocol != w.proto {
+			t.Errorf("Service port %+v, want %v", p, w)
+		}
+		if p.TargetPort.Type != intstr.String || !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool {
+			return cp.Name == p.TargetPort.StrVal && cp.ContainerPort == w.port && cp.Protocol == w.proto
+		}) {
+			t.Errorf("Service port %s: the gateway container has no port %v %d/%s", p.Name, p.TargetPort, w.port, w.proto)
+		}
+	}
+	if !slices.ContainsFunc(gw.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Secret != nil && v.Secret.SecretName == "flow-aggregator-tls"
+	}) {
+		t.Error("the gateway does not mount the Secret flow-aggregator-tls")
+	}
+	var files []string
+	for _, a := range c.Args {
+		if f, ok := strings.CutPrefix(a, "--config=/etc/flowtel/"); ok {
+			files = append(files, f)
+		}
+	}
+	if !slices.Equal(files, []string{"config/config.yaml", "antrea-config/antrea.yaml"}) {
+		t.Fatalf("gateway --config files %v", files)
+	}
+	cfg := validateGateway(t, configMapKey(t, objs, "flowtel-gateway-config", "config.yaml"),
+		configMapKey(t, objs, "flowtel-gateway-antrea", "antrea.yaml"))
+	receivers, _ := at(cfg, "service", "pipelines", "logs", "receivers").([]any)
+	if !slices.Contains(receivers, any("otlp")) || !slices.Contains(receivers, any("antrea_flows")) {
+		t.Errorf("gateway logs receivers %v, want otlp and antrea_flows in the one pipeline", receivers)
+	}
+	for key, want := range map[string]string{"cert_file": "/etc/flowtel/antrea/tls.crt", "key_file": "/etc/flowtel/antrea/tls.key",
+		"client_ca_file": "/etc/flowtel/antrea/ca.crt"} {
+		if got := at(cfg, "receivers", "antrea_flows", "tls", key); got != want {
+			t.Errorf("antrea_flows tls.%s %v, want %s (the keys of flow-aggregator-tls)", key, got, want)
+		}
+	}
+
+	// The certificates: the server name the agents verify, a client
+	// certificate the gateway's CA signed.
+	out := t.TempDir()
+	run(t, nil, filepath.Join(deployDir(), "antrea-certs.sh"), "--out", out)
+	san, err := exec.Command("openssl", "x509", "-in", filepath.Join(out, "server.crt"), "-noout", "-ext", "subjectAltName").CombinedOutput()
+	noError(t, err)
+	if !strings.Contains(string(san), "DNS:flow-aggregator.flow-aggregator.svc") {
+		t.Errorf("server certificate names %s, want flow-aggregator.flow-aggregator.svc", san)
+	}
+	if b, err := exec.Command("openssl", "verify", "-purpose", "sslclient", "-CAfile", filepath.Join(out, "ca.crt"), filepath.Join(out, "client.crt")).CombinedOutput(); err != nil {
+		t.Errorf("client certificate: %v: %s", err, b)
+	}
+	if _, err := os.Stat(filepath.Join(out, "client.key")); err != nil {
+		t.Error(err)
+	}
+
+	cl := startCluster(t)
+	cl.apply(t, "deploy/kubernetes/examples/antrea-flow-aggregator", manifests)
+}
