@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -25,7 +26,69 @@ import (
 func TestAntreaFlowAggregator(t *testing.T) {
 	manifests := kustomize(t, "examples/antrea-flow-aggregator")
 	objs := objects(t, manifests)
+	c := checkAntreaService(t, objs)
+	var files []string
+	for _, a := range c.Args {
+		if f, ok := strings.CutPrefix(a, "--config=/etc/flowtel/"); ok {
+			files = append(files, f)
+		}
+	}
+	if !slices.Equal(files, []string{"config/config.yaml", "antrea-config/antrea.yaml"}) {
+		t.Fatalf("gateway --config files %v", files)
+	}
+	checkAntreaConfig(t, configMapKey(t, objs, "flowtel-gateway-config", "config.yaml"),
+		configMapKey(t, objs, "flowtel-gateway-antrea", "antrea.yaml"))
 
+	// Helm: antreaAgents.enabled, released in the Namespace flow-aggregator.
+	template := func(set ...string) ([]byte, error) {
+		args := []string{"template", "flowtel", chartDir(), "--namespace", "flow-aggregator"}
+		for _, s := range set {
+			args = append(args, "--set", s)
+		}
+		return runErr(nil, helm(t), args...)
+	}
+	helmOut, err := template("antreaAgents.enabled=true", "gateway.replicas=1")
+	noError(t, err)
+	hobjs := objects(t, helmOut)
+	checkAntreaService(t, hobjs)
+	checkAntreaConfig(t, configMapKey(t, hobjs, "flowtel-gateway-config", "config.yaml"))
+	if _, err := template("antreaAgents.enabled=true"); err == nil || !strings.Contains(err.Error(), "antreaAgents.enabled needs gateway.replicas=1") {
+		t.Errorf("antreaAgents with two gateway replicas: got %v", err)
+	}
+	run(t, nil, helm(t), "lint", "--strict", chartDir(), "--set", "antreaAgents.enabled=true", "--set", "gateway.replicas=1")
+
+	// The certificates: the server name the agents verify, a client
+	// certificate the gateway's CA signed.
+	out := t.TempDir()
+	run(t, nil, filepath.Join(deployDir(), "antrea-certs.sh"), "--out", out)
+	san, err := exec.Command("openssl", "x509", "-in", filepath.Join(out, "server.crt"), "-noout", "-ext", "subjectAltName").CombinedOutput()
+	noError(t, err)
+	if !strings.Contains(string(san), "DNS:flow-aggregator.flow-aggregator.svc") {
+		t.Errorf("server certificate names %s, want flow-aggregator.flow-aggregator.svc", san)
+	}
+	if b, err := exec.Command("openssl", "verify", "-purpose", "sslclient", "-CAfile", filepath.Join(out, "ca.crt"), filepath.Join(out, "client.crt")).CombinedOutput(); err != nil {
+		t.Errorf("client certificate: %v: %s", err, b)
+	}
+	if _, err := os.Stat(filepath.Join(out, "client.key")); err != nil {
+		t.Error(err)
+	}
+
+	cl := startCluster(t)
+	cl.apply(t, "deploy/kubernetes/examples/antrea-flow-aggregator", manifests)
+	if out, err := cl.kubectl(nil, "create", "namespace", "helm-afa"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	helmNS, err := template("antreaAgents.enabled=true", "gateway.replicas=1")
+	noError(t, err)
+	cl.apply(t, "helm template antreaAgents.enabled", []byte(strings.ReplaceAll(string(helmNS), "namespace: flow-aggregator", "namespace: helm-afa")))
+}
+
+// checkAntreaService checks the Service flow-aggregator in the Namespace
+// flow-aggregator and the single-replica gateway it selects, which serves its
+// ports and mounts the Secret flow-aggregator-tls; it returns the gateway's
+// container.
+func checkAntreaService(t *testing.T, objs []*unstructured.Unstructured) corev1.Container {
+	t.Helper()
 	var svc *corev1.Service
 	for _, o := range find(objs, "Service") {
 		var s corev1.Service
@@ -72,20 +135,17 @@ func TestAntreaFlowAggregator(t *testing.T) {
 	}
 	if !slices.ContainsFunc(gw.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
 		return v.Secret != nil && v.Secret.SecretName == "flow-aggregator-tls"
-	}) {
-		t.Error("the gateway does not mount the Secret flow-aggregator-tls")
+	}) || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/etc/flowtel/antrea" }) {
+		t.Error("the gateway does not mount the Secret flow-aggregator-tls at /etc/flowtel/antrea")
 	}
-	var files []string
-	for _, a := range c.Args {
-		if f, ok := strings.CutPrefix(a, "--config=/etc/flowtel/"); ok {
-			files = append(files, f)
-		}
-	}
-	if !slices.Equal(files, []string{"config/config.yaml", "antrea-config/antrea.yaml"}) {
-		t.Fatalf("gateway --config files %v", files)
-	}
-	cfg := validateGateway(t, configMapKey(t, objs, "flowtel-gateway-config", "config.yaml"),
-		configMapKey(t, objs, "flowtel-gateway-antrea", "antrea.yaml"))
+	return c
+}
+
+// checkAntreaConfig: the gateway configuration (files merged in order) runs
+// antrea_flows in its one logs pipeline with the Secret's files.
+func checkAntreaConfig(t *testing.T, files ...string) {
+	t.Helper()
+	cfg := validateGateway(t, files...)
 	receivers, _ := at(cfg, "service", "pipelines", "logs", "receivers").([]any)
 	if !slices.Contains(receivers, any("otlp")) || !slices.Contains(receivers, any("antrea_flows")) {
 		t.Errorf("gateway logs receivers %v, want otlp and antrea_flows in the one pipeline", receivers)
@@ -96,23 +156,4 @@ func TestAntreaFlowAggregator(t *testing.T) {
 			t.Errorf("antrea_flows tls.%s %v, want %s (the keys of flow-aggregator-tls)", key, got, want)
 		}
 	}
-
-	// The certificates: the server name the agents verify, a client
-	// certificate the gateway's CA signed.
-	out := t.TempDir()
-	run(t, nil, filepath.Join(deployDir(), "antrea-certs.sh"), "--out", out)
-	san, err := exec.Command("openssl", "x509", "-in", filepath.Join(out, "server.crt"), "-noout", "-ext", "subjectAltName").CombinedOutput()
-	noError(t, err)
-	if !strings.Contains(string(san), "DNS:flow-aggregator.flow-aggregator.svc") {
-		t.Errorf("server certificate names %s, want flow-aggregator.flow-aggregator.svc", san)
-	}
-	if b, err := exec.Command("openssl", "verify", "-purpose", "sslclient", "-CAfile", filepath.Join(out, "ca.crt"), filepath.Join(out, "client.crt")).CombinedOutput(); err != nil {
-		t.Errorf("client certificate: %v: %s", err, b)
-	}
-	if _, err := os.Stat(filepath.Join(out, "client.key")); err != nil {
-		t.Error(err)
-	}
-
-	cl := startCluster(t)
-	cl.apply(t, "deploy/kubernetes/examples/antrea-flow-aggregator", manifests)
 }
