@@ -27,6 +27,9 @@ func TestAntreaFlowAggregator(t *testing.T) {
 	manifests := kustomize(t, "examples/antrea-flow-aggregator")
 	objs := objects(t, manifests)
 	c := checkAntreaService(t, objs)
+	if ds := find(objs, "DaemonSet"); len(ds) != 0 {
+		t.Errorf("the example runs node collectors beside the agents (connections reported twice): %d DaemonSets", len(ds))
+	}
 	var files []string
 	for _, a := range c.Args {
 		if f, ok := strings.CutPrefix(a, "--config=/etc/flowtel/"); ok {
@@ -47,9 +50,12 @@ func TestAntreaFlowAggregator(t *testing.T) {
 		}
 		return runErr(nil, helm(t), args...)
 	}
-	helmOut, err := template("antreaAgents.enabled=true", "gateway.replicas=1")
+	helmOut, err := template("antreaAgents.enabled=true", "gateway.replicas=1", "node.enabled=false")
 	noError(t, err)
 	hobjs := objects(t, helmOut)
+	if ds := find(hobjs, "DaemonSet"); len(ds) != 0 {
+		t.Errorf("node.enabled=false renders %d DaemonSets", len(ds))
+	}
 	checkAntreaService(t, hobjs)
 	checkAntreaConfig(t, configMapKey(t, hobjs, "flowtel-gateway-config", "config.yaml"))
 	if _, err := template("antreaAgents.enabled=true"); err == nil || !strings.Contains(err.Error(), "antreaAgents.enabled needs gateway.replicas=1") {
