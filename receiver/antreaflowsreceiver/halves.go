@@ -2,6 +2,8 @@ package antreaflowsreceiver
 
 import (
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"time"
 
@@ -63,8 +65,9 @@ func toHalf(a *agentRecord, observed time.Time, r *flowrecord.Record) *refusal {
 	if !a.src.addr.IsValid() || !a.dst.addr.IsValid() {
 		return refuse(reasonMalformedRecord, "the record has no source or destination address")
 	}
-	if a.src.node != "" && a.dst.node != "" && a.src.node != a.dst.node {
-		return refuse(reasonMalformedRecord, "the record names two Nodes ("+a.src.node+", "+a.dst.node+"); an agent names only its own")
+	reporter, err := reportingNode(a)
+	if err != nil {
+		return err
 	}
 
 	*r = flowrecord.Record{
@@ -108,12 +111,8 @@ func toHalf(a *agentRecord, observed time.Time, r *flowrecord.Record) *refusal {
 		}
 	}
 
-	srcLocal, dstLocal := a.src.node != "", a.dst.node != ""
+	srcLocal, dstLocal := reporter != "" && a.src.node == reporter, reporter != "" && a.dst.node == reporter
 	ingress := r.FlowType == flowrecord.FlowTypeFromExternal && (r.DNATed() || r.ProxySNATAddress.IsValid())
-	node := a.src.node
-	if node == "" {
-		node = a.dst.node
-	}
 	var side flowrecord.Side
 	switch {
 	case (srcLocal || ingress) && dstLocal:
@@ -125,9 +124,37 @@ func toHalf(a *agentRecord, observed time.Time, r *flowrecord.Record) *refusal {
 	default:
 		return refuse(reasonNoNode, "the record names no Node (sourceNodeName, destinationNodeName) and is not the ingress Node's half of an SNATed from-external flow")
 	}
-	r.Reporter = flowrecord.Reporter{NodeName: node, Side: side}
+	r.Reporter = flowrecord.Reporter{NodeName: reporter, Side: side}
 	r.Key = r.CorrelationKey()
 	return nil
+}
+
+// reportingNode is the Node that sent the record: the one Node it names.
+// A record naming two different Nodes (an exporter that, unlike Antrea's
+// agent, knows remote Pods) is told apart by its observation domain, which
+// Antrea's agents derive from their Node's name (FNV-1 of it); without a
+// match the reporter is unknown and the record refused.
+func reportingNode(a *agentRecord) (string, *refusal) {
+	switch {
+	case a.src.node == "" || a.src.node == a.dst.node:
+		return a.dst.node, nil
+	case a.dst.node == "":
+		return a.src.node, nil
+	case a.observationDomain == nodeDomain(a.src.node):
+		return a.src.node, nil
+	case a.observationDomain == nodeDomain(a.dst.node):
+		return a.dst.node, nil
+	}
+	return "", refuse(reasonMalformedRecord, fmt.Sprintf("the record names two Nodes (%s, %s) and its observation domain %d is neither's (FNV-1 of the Node name, as Antrea's agents set it)",
+		a.src.node, a.dst.node, a.observationDomain))
+}
+
+// nodeDomain is an Antrea agent's observation domain: the 32-bit FNV-1 hash
+// (not FNV-1a) of its Node's name.
+func nodeDomain(node string) uint32 {
+	h := fnv.New32()
+	_, _ = h.Write([]byte(node))
+	return h.Sum32()
 }
 
 func endpoint(e *agentEndpoint) flowrecord.Endpoint {
