@@ -95,21 +95,26 @@ func toExternal() agentRecord {
 	}
 }
 
-// records decodes everything the sink holds, with the k8s.node.name of its resource.
+// records decodes everything the sink holds, with the k8s.node.name of its
+// resource (and its k8s.cluster.uid in ClusterUID).
 func records(t testing.TB, batches []plog.Logs) (out []flowrecord.Record, nodes []string) {
 	t.Helper()
 	for _, l := range batches {
 		for i := 0; i < l.ResourceLogs().Len(); i++ {
 			rl := l.ResourceLogs().At(i)
-			node := ""
+			node, cluster := "", ""
 			if v, ok := rl.Resource().Attributes().Get(flowrecord.ResourceNodeName); ok {
 				node = v.Str()
+			}
+			if v, ok := rl.Resource().Attributes().Get(flowrecord.ResourceClusterUID); ok {
+				cluster = v.Str()
 			}
 			for j := 0; j < rl.ScopeLogs().Len(); j++ {
 				lrs := rl.ScopeLogs().At(j).LogRecords()
 				for k := 0; k < lrs.Len(); k++ {
 					var r flowrecord.Record
 					require.NoError(t, flowrecord.Decode(lrs.At(k), &r))
+					r.ClusterUID = cluster // carried on the resource
 					out = append(out, r)
 					nodes = append(nodes, node)
 				}
