@@ -57,7 +57,7 @@ func message(sets ...[]byte) []byte {
 	b = be.AppendUint16(b, uint16(n))
 	b = be.AppendUint32(b, uint32(t0.Unix()))
 	b = be.AppendUint32(b, 0)
-	b = be.AppendUint32(b, 7)
+	b = be.AppendUint32(b, fnv1("node-a")) // the observation domain of node-a's agent
 	for _, s := range sets {
 		b = append(b, s...)
 	}

@@ -129,24 +129,29 @@ func toHalf(a *agentRecord, observed time.Time, r *flowrecord.Record) *refusal {
 	return nil
 }
 
-// reportingNode is the Node that sent the record: the one Node it names.
-// A record naming two different Nodes (an exporter that, unlike Antrea's
-// agent, knows remote Pods) is told apart by its observation domain, which
-// Antrea's agents derive from their Node's name (FNV-1 of it); without a
-// match the reporter is unknown and the record refused.
+// reportingNode is the Node that sent the record. Antrea's agents set their
+// observation domain to the FNV-1 hash of their Node's name and name only
+// their own Node, so the Node named whose hash is the domain sent it. A
+// domain that is no named Node's says the sender is another Node, whose
+// name the record does not carry (the ingress Node of a from-external flow,
+// from an exporter that knows remote Pods: flowtel's ipfix exporter in the
+// agent layout). Without a domain (0: a gRPC flow that leaves it unset) the
+// one Node named sent it; a record naming two Nodes is then refused.
 func reportingNode(a *agentRecord) (string, *refusal) {
-	switch {
+	switch d := a.observationDomain; {
+	case a.src.node != "" && d == nodeDomain(a.src.node):
+		return a.src.node, nil
+	case a.dst.node != "" && d == nodeDomain(a.dst.node):
+		return a.dst.node, nil
+	case d != 0:
+		return "", nil
 	case a.src.node == "" || a.src.node == a.dst.node:
 		return a.dst.node, nil
 	case a.dst.node == "":
 		return a.src.node, nil
-	case a.observationDomain == nodeDomain(a.src.node):
-		return a.src.node, nil
-	case a.observationDomain == nodeDomain(a.dst.node):
-		return a.dst.node, nil
 	}
-	return "", refuse(reasonMalformedRecord, fmt.Sprintf("the record names two Nodes (%s, %s) and its observation domain %d is neither's (FNV-1 of the Node name, as Antrea's agents set it)",
-		a.src.node, a.dst.node, a.observationDomain))
+	return "", refuse(reasonMalformedRecord, fmt.Sprintf("the record names two Nodes (%s, %s) and no observation domain to tell which sent it (FNV-1 of the Node name, as Antrea's agents set it)",
+		a.src.node, a.dst.node))
 }
 
 // nodeDomain is an Antrea agent's observation domain: the 32-bit FNV-1 hash

@@ -13,7 +13,8 @@ import (
 // TestTwoNodesToldApartByDomain: an exporter that names both endpoints'
 // Nodes (flowtel's ipfix exporter in the agent layout knows remote Pods) is
 // the Node whose FNV-1 is the observation domain, as Antrea's agents set it;
-// without a match the record is refused.
+// another domain is a Node the record does not name; without a domain two
+// names are refused.
 func TestTwoNodesToldApartByDomain(t *testing.T) {
 	src, dst := interNodeHalves(43512)
 	for _, tc := range []struct {
@@ -35,10 +36,22 @@ func TestTwoNodesToldApartByDomain(t *testing.T) {
 		})
 	}
 	a := src
-	a.dst.node, a.observationDomain = "node-b", 7
+	a.dst.node, a.observationDomain = "node-b", 0
 	var r flowrecord.Record
 	ref := toHalf(&a, time.Now(), &r)
 	require.NotNil(t, ref)
 	assert.Equal(t, reasonMalformedRecord, ref.reason)
+	a.observationDomain = fnv1("node-c")
+	ref = toHalf(&a, time.Now(), &r)
+	require.NotNil(t, ref, "node-c names neither endpoint and this is no ingress half")
+	assert.Equal(t, reasonNoNode, ref.reason)
+
+	// The ingress Node's half of a from-external flow, from an exporter that
+	// knows the remote Pod's Node: still the ingress Node's source half.
+	ingress, _ := nodePortHalves()
+	ingress.dst.node, ingress.dst.pod, ingress.observationDomain = "node-a", "dns", fnv1("node-b")
+	require.Nil(t, toHalf(&ingress, time.Now(), &r))
+	assert.Equal(t, flowrecord.Reporter{Side: flowrecord.SideSource}, r.Reporter)
+	assert.Equal(t, "6|10.10.1.1:61000|10.10.0.9:8080", r.Key)
 	assert.Equal(t, fnv1("node-a"), nodeDomain("node-a"), "the test's FNV-1 and the receiver's agree")
 }
