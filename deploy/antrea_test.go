@@ -3,6 +3,7 @@
 package deploy_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,10 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -81,6 +85,23 @@ func TestAntreaFlowAggregator(t *testing.T) {
 
 	cl := startCluster(t)
 	cl.apply(t, "deploy/kubernetes/examples/antrea-flow-aggregator", manifests)
+	// The real authorizer: the agents may read what they need, not other Secrets.
+	user := "system:serviceaccount:kube-system:antrea-agent"
+	for _, tc := range []struct {
+		ra      authzv1.ResourceAttributes
+		allowed bool
+	}{
+		{authzv1.ResourceAttributes{Namespace: "flow-aggregator", Resource: "configmaps", Name: "flow-aggregator-ca", Verb: "get"}, true},
+		{authzv1.ResourceAttributes{Namespace: "flow-aggregator", Resource: "secrets", Name: "flow-aggregator-client-tls", Verb: "get"}, true},
+		{authzv1.ResourceAttributes{Namespace: "flow-aggregator", Resource: "secrets", Name: "flow-aggregator-tls", Verb: "get"}, false},
+	} {
+		sar, err := cl.Admin.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system"}, ResourceAttributes: &tc.ra}}, metav1.CreateOptions{})
+		noError(t, err)
+		if sar.Status.Allowed != tc.allowed {
+			t.Errorf("%s %s %s/%s: allowed %v, want %v", user, tc.ra.Verb, tc.ra.Resource, tc.ra.Name, sar.Status.Allowed, tc.allowed)
+		}
+	}
 	if out, err := cl.kubectl(nil, "create", "namespace", "helm-afa"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -139,12 +160,57 @@ func checkAntreaService(t *testing.T, objs []*unstructured.Unstructured) corev1.
 			t.Errorf("Service port %s: the gateway container has no port %v %d/%s", p.Name, p.TargetPort, w.port, w.proto)
 		}
 	}
+	checkAgentRBAC(t, objs)
 	if !slices.ContainsFunc(gw.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
 		return v.Secret != nil && v.Secret.SecretName == "flow-aggregator-tls"
 	}) || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/etc/flowtel/antrea" }) {
 		t.Error("the gateway does not mount the Secret flow-aggregator-tls at /etc/flowtel/antrea")
 	}
 	return c
+}
+
+// checkAgentRBAC: the agents' ServiceAccount (antrea-agent in kube-system)
+// may get the CA ConfigMap and the client Secret in flow-aggregator, and
+// nothing else, as the Flow Aggregator's Role granted.
+func checkAgentRBAC(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var role *rbacv1.Role
+	for _, o := range find(objs, "Role") {
+		var r rbacv1.Role
+		convert(t, o, &r)
+		if r.Name == "flow-exporter-role" && r.Namespace == "flow-aggregator" {
+			role = &r
+		}
+	}
+	if role == nil {
+		t.Fatal("no Role flow-exporter-role in flow-aggregator")
+	}
+	got := map[string][]string{}
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			got[res] = append(got[res], r.ResourceNames...)
+			if !slices.Equal(r.Verbs, []string{"get"}) {
+				t.Errorf("Role flow-exporter-role grants %v on %s, want get only", r.Verbs, res)
+			}
+		}
+	}
+	if !slices.Equal(got["configmaps"], []string{"flow-aggregator-ca"}) || !slices.Equal(got["secrets"], []string{"flow-aggregator-client-tls"}) || len(got) != 2 {
+		t.Errorf("Role flow-exporter-role grants %v", got)
+	}
+	bound := false
+	for _, o := range find(objs, "RoleBinding") {
+		var b rbacv1.RoleBinding
+		convert(t, o, &b)
+		if b.Namespace == "flow-aggregator" && b.RoleRef.Kind == "Role" && b.RoleRef.Name == "flow-exporter-role" &&
+			slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
+				return s.Kind == "ServiceAccount" && s.Name == "antrea-agent" && s.Namespace == "kube-system"
+			}) {
+			bound = true
+		}
+	}
+	if !bound {
+		t.Error("no RoleBinding of flow-exporter-role to kube-system/antrea-agent in flow-aggregator")
+	}
 }
 
 // checkAntreaConfig: the gateway configuration (files merged in order) runs
