@@ -10,6 +10,7 @@ import (
 	servertlsextension "github.com/flowtel/flowtel/extension/servertlsextension"
 	flowcorrelationprocessor "github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
 	k8sflowprocessor "github.com/flowtel/flowtel/processor/k8sflowprocessor"
+	antreaflowsreceiver "github.com/flowtel/flowtel/receiver/antreaflowsreceiver"
 	conntrackreceiver "github.com/flowtel/flowtel/receiver/conntrackreceiver"
 	signaltometricsconnector "github.com/open-telemetry/opentelemetry-collector-contrib/connector/signaltometricsconnector"
 	loadbalancingexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
@@ -29,7 +30,7 @@ import (
 // sets are the component lists of the distributions, in manifest order.
 var sets = map[string]set{
 	"flowtel": {
-		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), conntrackreceiver.NewFactory()},
+		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), antreaflowsreceiver.NewFactory(), conntrackreceiver.NewFactory()},
 		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory(), loadbalancingexporter.NewFactory()},
 		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory()},
@@ -42,7 +43,7 @@ var sets = map[string]set{
 		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory()},
 	},
 	"flowtel-gateway": {
-		receivers:  []receiver.Factory{otlpreceiver.NewFactory()},
+		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), antreaflowsreceiver.NewFactory()},
 		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory()},
 		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory()},

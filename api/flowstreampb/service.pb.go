@@ -365,6 +365,86 @@ func (x *GetFlowsResponse) GetInfo() *StreamInfo {
 	return nil
 }
 
+type ExportRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Flows         []*Flow                `protobuf:"bytes,1,rep,name=flows,proto3" json:"flows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportRequest) Reset() {
+	*x = ExportRequest{}
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportRequest) ProtoMessage() {}
+
+func (x *ExportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
+func (*ExportRequest) Descriptor() ([]byte, []int) {
+	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ExportRequest) GetFlows() []*Flow {
+	if x != nil {
+		return x.Flows
+	}
+	return nil
+}
+
+type ExportResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportResponse) Reset() {
+	*x = ExportResponse{}
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportResponse) ProtoMessage() {}
+
+func (x *ExportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
+func (*ExportResponse) Descriptor() ([]byte, []int) {
+	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{5}
+}
+
 var File_flowstream_v1alpha1_service_proto protoreflect.FileDescriptor
 
 const file_flowstream_v1alpha1_service_proto_rawDesc = "" +
@@ -398,13 +478,18 @@ const file_flowstream_v1alpha1_service_proto_rawDesc = "" +
 	"\x10GetFlowsResponse\x12C\n" +
 	"\x05flows\x18\x01 \x03(\v2-.antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowR\x05flows\x12#\n" +
 	"\rdropped_count\x18\x02 \x01(\x04R\fdroppedCount\x12G\n" +
-	"\x04info\x18\x03 \x01(\v23.antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfoR\x04info*s\n" +
+	"\x04info\x18\x03 \x01(\v23.antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfoR\x04info\"T\n" +
+	"\rExportRequest\x12C\n" +
+	"\x05flows\x18\x01 \x03(\v2-.antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowR\x05flows\"\x10\n" +
+	"\x0eExportResponse*s\n" +
 	"\x13FlowFilterDirection\x12\x1e\n" +
 	"\x1aFLOW_FILTER_DIRECTION_BOTH\x10\x00\x12\x1e\n" +
 	"\x1aFLOW_FILTER_DIRECTION_FROM\x10\x01\x12\x1c\n" +
 	"\x18FLOW_FILTER_DIRECTION_TO\x10\x022\x97\x01\n" +
 	"\x11FlowStreamService\x12\x81\x01\n" +
-	"\bGetFlows\x128.antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest\x1a9.antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse0\x01B-Z+github.com/flowtel/flowtel/api/flowstreampbb\x06proto3"
+	"\bGetFlows\x128.antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest\x1a9.antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse0\x012\x90\x01\n" +
+	"\x11FlowExportService\x12{\n" +
+	"\x06Export\x126.antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest\x1a7.antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportResponse(\x01B-Z+github.com/flowtel/flowtel/api/flowstreampbb\x06proto3"
 
 var (
 	file_flowstream_v1alpha1_service_proto_rawDescOnce sync.Once
@@ -419,31 +504,36 @@ func file_flowstream_v1alpha1_service_proto_rawDescGZIP() []byte {
 }
 
 var file_flowstream_v1alpha1_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowstream_v1alpha1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_flowstream_v1alpha1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_flowstream_v1alpha1_service_proto_goTypes = []any{
 	(FlowFilterDirection)(0),      // 0: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilterDirection
 	(*FlowFilter)(nil),            // 1: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter
 	(*GetFlowsRequest)(nil),       // 2: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest
 	(*StreamInfo)(nil),            // 3: antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfo
 	(*GetFlowsResponse)(nil),      // 4: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse
-	(FlowType)(0),                 // 5: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
-	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
-	(*Flow)(nil),                  // 7: antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
+	(*ExportRequest)(nil),         // 5: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest
+	(*ExportResponse)(nil),        // 6: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportResponse
+	(FlowType)(0),                 // 7: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
+	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*Flow)(nil),                  // 9: antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
 }
 var file_flowstream_v1alpha1_service_proto_depIdxs = []int32{
-	5, // 0: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter.flow_types:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
+	7, // 0: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter.flow_types:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
 	0, // 1: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter.direction:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilterDirection
 	1, // 2: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.filters:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter
-	6, // 3: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.since:type_name -> google.protobuf.Timestamp
-	7, // 4: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.flows:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
+	8, // 3: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.since:type_name -> google.protobuf.Timestamp
+	9, // 4: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.flows:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
 	3, // 5: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.info:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfo
-	2, // 6: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:input_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest
-	4, // 7: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:output_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse
-	7, // [7:8] is the sub-list for method output_type
-	6, // [6:7] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	9, // 6: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest.flows:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
+	2, // 7: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:input_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest
+	5, // 8: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService.Export:input_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest
+	4, // 9: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:output_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse
+	6, // 10: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService.Export:output_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportResponse
+	9, // [9:11] is the sub-list for method output_type
+	7, // [7:9] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_flowstream_v1alpha1_service_proto_init() }
@@ -458,9 +548,9 @@ func file_flowstream_v1alpha1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowstream_v1alpha1_service_proto_rawDesc), len(file_flowstream_v1alpha1_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_flowstream_v1alpha1_service_proto_goTypes,
 		DependencyIndexes: file_flowstream_v1alpha1_service_proto_depIdxs,

@@ -126,3 +126,106 @@ var FlowStreamService_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "flowstream/v1alpha1/service.proto",
 }
+
+const (
+	FlowExportService_Export_FullMethodName = "/antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService/Export"
+)
+
+// FlowExportServiceClient is the client API for FlowExportService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// FlowExportService: the Antrea agents' client-streaming export of their flow
+// records to a collector (one long-lived stream per agent, flows in each
+// request). flowtel's gateway serves it so that unmodified agents export to it.
+type FlowExportServiceClient interface {
+	Export(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ExportRequest, ExportResponse], error)
+}
+
+type flowExportServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewFlowExportServiceClient(cc grpc.ClientConnInterface) FlowExportServiceClient {
+	return &flowExportServiceClient{cc}
+}
+
+func (c *flowExportServiceClient) Export(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ExportRequest, ExportResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &FlowExportService_ServiceDesc.Streams[0], FlowExportService_Export_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExportRequest, ExportResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type FlowExportService_ExportClient = grpc.ClientStreamingClient[ExportRequest, ExportResponse]
+
+// FlowExportServiceServer is the server API for FlowExportService service.
+// All implementations must embed UnimplementedFlowExportServiceServer
+// for forward compatibility.
+//
+// FlowExportService: the Antrea agents' client-streaming export of their flow
+// records to a collector (one long-lived stream per agent, flows in each
+// request). flowtel's gateway serves it so that unmodified agents export to it.
+type FlowExportServiceServer interface {
+	Export(grpc.ClientStreamingServer[ExportRequest, ExportResponse]) error
+	mustEmbedUnimplementedFlowExportServiceServer()
+}
+
+// UnimplementedFlowExportServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedFlowExportServiceServer struct{}
+
+func (UnimplementedFlowExportServiceServer) Export(grpc.ClientStreamingServer[ExportRequest, ExportResponse]) error {
+	return status.Error(codes.Unimplemented, "method Export not implemented")
+}
+func (UnimplementedFlowExportServiceServer) mustEmbedUnimplementedFlowExportServiceServer() {}
+func (UnimplementedFlowExportServiceServer) testEmbeddedByValue()                           {}
+
+// UnsafeFlowExportServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to FlowExportServiceServer will
+// result in compilation errors.
+type UnsafeFlowExportServiceServer interface {
+	mustEmbedUnimplementedFlowExportServiceServer()
+}
+
+func RegisterFlowExportServiceServer(s grpc.ServiceRegistrar, srv FlowExportServiceServer) {
+	// If the following call panics, it indicates UnimplementedFlowExportServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&FlowExportService_ServiceDesc, srv)
+}
+
+func _FlowExportService_Export_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(FlowExportServiceServer).Export(&grpc.GenericServerStream[ExportRequest, ExportResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type FlowExportService_ExportServer = grpc.ClientStreamingServer[ExportRequest, ExportResponse]
+
+// FlowExportService_ServiceDesc is the grpc.ServiceDesc for FlowExportService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var FlowExportService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService",
+	HandlerType: (*FlowExportServiceServer)(nil),
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Export",
+			Handler:       _FlowExportService_Export_Handler,
+			ClientStreams: true,
+		},
+	},
+	Metadata: "flowstream/v1alpha1/service.proto",
+}

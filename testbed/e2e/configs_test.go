@@ -45,6 +45,7 @@ func TestOverlaysValidate(t *testing.T) {
 		{gateways: 1},
 		{gateways: 1, nodeStorage: true, nodeTap: "127.0.0.1:4317"},
 		{gateways: 1, conntrackExtra: ", events: false"},
+		{gateways: 1, antreaAgents: true, agentEndpoint: "127.0.0.1:14739"},
 	} {
 		o := nodeCollector(t, node, nodeBin, "/nonexistent/kubeconfig", gateways, opt, dir)
 		o.Name += "-" + string(rune('a'+i))
@@ -52,4 +53,5 @@ func TestOverlaysValidate(t *testing.T) {
 	}
 	validate(gatewayCollector(t, "gateway-all", gatewayBin, dir, 14317, gatewaySinks{clickhouse: "tcp://127.0.0.1:9000", ipfix: "127.0.0.1:4739", otlp: "127.0.0.1:4318"}))
 	validate(gatewayCollector(t, "gateway-ch", gatewayBin, dir, 14317, gatewaySinks{clickhouse: "tcp://127.0.0.1:9000"}))
+	validate(gatewayCollector(t, "gateway-antrea", gatewayBin, dir, 14317, gatewaySinks{clickhouse: "tcp://127.0.0.1:9000", antreaIPFIX: "127.0.0.1:14739"}))
 }

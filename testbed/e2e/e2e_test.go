@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -55,6 +56,12 @@ type options struct {
 	// with their own Kubernetes index. (The shipped gateway runs two
 	// replicas: tests that mean it ask for gateways: 2.)
 	asShipped bool
+	// antreaAgents makes the node collectors export as Antrea's agents do
+	// (the ipfix exporter in Antrea's agent layout, each Node's observation
+	// domain) to the gateway's antrea_flows receiver (one gateway), in place
+	// of OTLP through load_balancing; agentEndpoint is that receiver's address.
+	antreaAgents  bool
+	agentEndpoint string
 }
 
 // bed is one running mini-cluster with flowtel deployed on it.
@@ -262,6 +269,12 @@ func startBed(t testing.TB, opt options) *bed {
 		sinks.otlp = opt.otlpTo
 	}
 	dir := t.TempDir()
+	if opt.antreaAgents {
+		require.Equal(t, 1, opt.gateways, "agents export to one gateway")
+		opt.agentEndpoint = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		sinks.antreaIPFIX = opt.agentEndpoint
+		b.opt = opt
+	}
 	var gatewayEndpoints []string
 	for i := range opt.gateways {
 		port := freePort(t)
@@ -313,7 +326,7 @@ const telemetry = `
 // gatewaySinks are the endpoints a gateway exports to; empty: not exported.
 // kubeconfig, when set, gives the gateway its Kubernetes index (as shipped);
 // empty: none.
-type gatewaySinks struct{ clickhouse, ipfix, otlp, kubeconfig string }
+type gatewaySinks struct{ clickhouse, ipfix, otlp, kubeconfig, antreaIPFIX string }
 
 // The bed runs the shipped configurations of distributions/ (what kustomize,
 // Helm and the Operator deploy), each with a small overlay the collector merges
@@ -366,12 +379,17 @@ func gatewayOverlay(otlpPort int, sinks gatewaySinks) string {
 	if sinks.kubeconfig != "" {
 		index = fmt.Sprintf("{auth_type: kubeConfig, kubeconfig: %s}", sinks.kubeconfig)
 	}
+	receivers, antrea := "[otlp]", ""
+	if sinks.antreaIPFIX != "" {
+		receivers = "[otlp, antrea_flows]"
+		antrea = fmt.Sprintf("  antrea_flows: {ipfix: {endpoint: %q, transports: [tcp]}, grpc: {endpoint: \"\"}}\n", sinks.antreaIPFIX)
+	}
 	return fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:HEALTH_PORT"}
 receivers:
   otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d"}}}
-processors:
+%sprocessors:
   flow_correlation: {active_timeout: 3s, inactive_timeout: 6s, pairing_timeout: 10s, kubernetes: %s}
 exporters:
   clickhouse_flows:
@@ -381,8 +399,8 @@ exporters:
     sending_queue: {batch: {flush_timeout: 500ms, min_size: 1}}
 %sservice:
   pipelines:
-    logs: {exporters: [%s, signal_to_metrics]}
-`+telemetry, otlpPort, index, sinks.clickhouse, extra.String(), strings.Join(exporters, ", "))
+    logs: {receivers: %s, exporters: [%s, signal_to_metrics]}
+`+telemetry, otlpPort, antrea, index, sinks.clickhouse, extra.String(), receivers, strings.Join(exporters, ", "))
 }
 
 // nodeCollector starts node n's collector the way the DaemonSet runs it: it
@@ -411,6 +429,15 @@ func nodeOverlay(n *netlab.Node, kubeconfig string, gateways []string, opt optio
 	if opt.nodeTap != "" {
 		tapExp = fmt.Sprintf("  otlp/tap: {endpoint: %q, tls: {insecure: true}}\n", opt.nodeTap)
 		exporters += ", otlp/tap"
+	}
+	if opt.antreaAgents {
+		// As an Antrea agent of this Node: its template, its observation
+		// domain (FNV-1 of the Node's name), one record per message.
+		h := fnv.New32()
+		_, _ = h.Write([]byte(n.Name))
+		tapExp += fmt.Sprintf("  ipfix/agent: {endpoint: %q, transport: tcp, record_layout: agent, observation_domain_id: %d, sending_queue: {batch: {flush_timeout: 200ms, min_size: 1}}}\n",
+			opt.agentEndpoint, h.Sum32())
+		exporters = strings.Replace(exporters, "load_balancing", "ipfix/agent", 1)
 	}
 	return fmt.Sprintf(`
 extensions:

@@ -128,6 +128,16 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 {{- $names = append $names "debug" -}}
 {{- end }}
 {{- $_ := set $cfg.service.pipelines.logs "exporters" (append $names "signal_to_metrics") -}}
+{{- with .Values.antreaAgents }}{{ if .enabled }}
+{{- /* Unmodified Antrea agents export into the one logs pipeline, so their
+       halves pair with each other and the node collectors' (receiver/antreaflowsreceiver). */ -}}
+{{- $_ := set $cfg.receivers "antrea_flows" (dict
+      "ipfix" (dict "endpoint" "0.0.0.0:4739" "transports" (list "tcp" "udp"))
+      "grpc" (dict "endpoint" "0.0.0.0:14739")
+      "tls" (dict "cert_file" "/etc/flowtel/antrea/tls.crt" "key_file" "/etc/flowtel/antrea/tls.key"
+                  "client_ca_file" "/etc/flowtel/antrea/ca.crt" "reload_interval" "1m" "client_ca_file_reload" true)) -}}
+{{- $_ := set $cfg.service.pipelines.logs "receivers" (append $cfg.service.pipelines.logs.receivers "antrea_flows") -}}
+{{- end }}{{ end }}
 {{- toYaml (mustMergeOverwrite $cfg (deepCopy .Values.gateway.config)) }}
 {{- end }}
 

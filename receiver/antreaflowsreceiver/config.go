@@ -1,0 +1,111 @@
+package antreaflowsreceiver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configtls"
+)
+
+// Config is the antrea_flows receiver's configuration. The defaults are the
+// ports Antrea's agents export to: IPFIX on 4739 (TCP and UDP), gRPC on 14739.
+type Config struct {
+	// IPFIX is the agents' IPFIX export (flowCollectorAddr "...:4739:tls",
+	// ":tcp" or ":udp").
+	IPFIX IPFIXConfig `mapstructure:"ipfix"`
+	// GRPC is Antrea's FlowExportService (flowCollectorAddr "...:14739:grpc").
+	GRPC GRPCConfig `mapstructure:"grpc"`
+	// TLS, when set, secures the IPFIX TCP listener (agents' "tls" transport)
+	// and the gRPC server with the gateway's certificate. With
+	// tls.client_ca_file set, a client must present a certificate that CA
+	// signed, as Antrea's Flow Aggregator requires; others are refused and
+	// counted. UDP is never encrypted (Antrea's agents send it in clear).
+	TLS configoptional.Optional[configtls.ServerConfig] `mapstructure:"tls"`
+	// ClusterUID is the k8s.cluster.uid resource attribute of the records:
+	// the agents do not send it. Empty: not set.
+	ClusterUID string `mapstructure:"cluster_uid"`
+
+	_ struct{}
+}
+
+// IPFIXConfig configures the IPFIX collector.
+type IPFIXConfig struct {
+	// Endpoint is the address both transports listen on; empty disables IPFIX.
+	Endpoint string `mapstructure:"endpoint"`
+	// Transports lists tcp (TLS when tls is set) and udp.
+	Transports []string `mapstructure:"transports"`
+	// TemplateTTL is how long a UDP exporter's template lives without being
+	// sent again (TCP and TLS templates live as long as their connection).
+	TemplateTTL time.Duration `mapstructure:"template_ttl"`
+	// MaxUDPExporters bounds the UDP exporters whose templates are kept;
+	// the one heard from least recently is forgotten first.
+	MaxUDPExporters int `mapstructure:"max_udp_exporters"`
+
+	_ struct{}
+}
+
+// GRPCConfig configures the FlowExportService server.
+type GRPCConfig struct {
+	// Endpoint is the address the server listens on; empty disables gRPC.
+	Endpoint string `mapstructure:"endpoint"`
+	// MaxRecvMsgSize bounds one ExportRequest, in bytes.
+	MaxRecvMsgSize int `mapstructure:"max_recv_msg_size"`
+
+	_ struct{}
+}
+
+const (
+	transportTCP = "tcp"
+	transportUDP = "udp"
+)
+
+func createDefaultConfig() *Config {
+	return &Config{
+		IPFIX: IPFIXConfig{Endpoint: ":4739", Transports: []string{transportTCP, transportUDP},
+			TemplateTTL: 30 * time.Minute, MaxUDPExporters: 10_000},
+		GRPC: GRPCConfig{Endpoint: ":14739", MaxRecvMsgSize: 4 << 20},
+	}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.IPFIX.Endpoint == "" && c.GRPC.Endpoint == "" {
+		errs = append(errs, errors.New("ipfix.endpoint, grpc.endpoint: both empty (nothing to receive); set at least one, such as :4739 or :14739"))
+	}
+	if c.IPFIX.Endpoint != "" {
+		if _, _, err := net.SplitHostPort(c.IPFIX.Endpoint); err != nil {
+			errs = append(errs, fmt.Errorf("ipfix.endpoint: not host:port (got %q); use an address such as :4739", c.IPFIX.Endpoint))
+		}
+		if len(c.IPFIX.Transports) == 0 {
+			errs = append(errs, errors.New("ipfix.transports: empty; list tcp and/or udp, or set ipfix.endpoint to \"\" to disable IPFIX"))
+		}
+		for _, t := range c.IPFIX.Transports {
+			if t != transportTCP && t != transportUDP {
+				errs = append(errs, fmt.Errorf("ipfix.transports: unknown transport (got %q); list tcp (TLS when tls is set) and/or udp", t))
+			}
+		}
+		if len(slices.Compact(slices.Sorted(slices.Values(c.IPFIX.Transports)))) != len(c.IPFIX.Transports) {
+			errs = append(errs, fmt.Errorf("ipfix.transports: listed twice (got %v); list each transport once", c.IPFIX.Transports))
+		}
+		if c.IPFIX.TemplateTTL <= 0 {
+			errs = append(errs, fmt.Errorf("ipfix.template_ttl: must be positive (got %s); set a duration such as 30m", c.IPFIX.TemplateTTL))
+		}
+		if c.IPFIX.MaxUDPExporters <= 0 {
+			errs = append(errs, fmt.Errorf("ipfix.max_udp_exporters: must be positive (got %d); set a bound such as 10000", c.IPFIX.MaxUDPExporters))
+		}
+	}
+	if c.GRPC.Endpoint != "" {
+		if _, _, err := net.SplitHostPort(c.GRPC.Endpoint); err != nil {
+			errs = append(errs, fmt.Errorf("grpc.endpoint: not host:port (got %q); use an address such as :14739", c.GRPC.Endpoint))
+		}
+		if c.GRPC.MaxRecvMsgSize <= 0 {
+			errs = append(errs, fmt.Errorf("grpc.max_recv_msg_size: must be positive (got %d); set a size in bytes such as 4194304", c.GRPC.MaxRecvMsgSize))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,249 @@
+package antreaflowsreceiver
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
+)
+
+// This file is where agent records meet flowtel's record model: the
+// conversion to a record half and its encoding.
+
+// Reasons a decoded record is refused (refusal_reason in metadata.yaml).
+const (
+	reasonMalformedMessage = "malformed_message"
+	reasonUnknownTemplate  = "unknown_template"
+	reasonMalformedRecord  = "malformed_record"
+	reasonNoNode           = "no_node"
+	reasonNoEnd            = "no_end"
+)
+
+// refusal is a record the receiver does not turn into a half, and why.
+type refusal struct {
+	reason string
+	err    error
+}
+
+func (r *refusal) Error() string { return r.reason + ": " + r.err.Error() }
+
+func refuse(reason, msg string) *refusal { return &refusal{reason: reason, err: errors.New(msg)} }
+
+// toHalf turns what an agent sent into the half of the connection its Node
+// reports, keyed as flowtel's node collectors key theirs.
+//
+// The agent names its own Node as the Node of each endpoint whose Pod is
+// local, so the names it sent say which half it reports, as flowtel's own
+// reporter says (see k8s_flow's reported side): both endpoints local, or the
+// ingress Node of a from-external flow with a local endpoint, is both halves;
+// the source's Node the source half; the destination's the destination
+// half. The one half Antrea sends without a Node name is the ingress Node's
+// half of a from-external flow it SNATed towards a remote Pod: it is the
+// source half, its Node unnamed (the agent does not say it). Anything else
+// names no Node and is refused.
+func toHalf(a *agentRecord, observed time.Time, r *flowrecord.Record) *refusal {
+	if a.end.IsZero() {
+		return refuse(reasonNoEnd, "the record has no end time (flowEndSeconds, end_ts)")
+	}
+	if a.flowType > uint8(flowrecord.FlowTypeFromExternal) {
+		return refuse(reasonMalformedRecord, "flow type over 4")
+	}
+	if a.ingress.typ > uint8(flowrecord.PolicyTypeK8sClusterNetworkPolicy) || a.egress.typ > uint8(flowrecord.PolicyTypeK8sClusterNetworkPolicy) {
+		return refuse(reasonMalformedRecord, "network policy type over 4")
+	}
+	if a.ingress.ruleAction > uint8(flowrecord.RuleActionReject) || a.egress.ruleAction > uint8(flowrecord.RuleActionReject) {
+		return refuse(reasonMalformedRecord, "network policy rule action over 3")
+	}
+	if a.endReason > uint8(flowrecord.EndReasonLackOfResources) {
+		return refuse(reasonMalformedRecord, "flow end reason over 5")
+	}
+	if !a.src.addr.IsValid() || !a.dst.addr.IsValid() {
+		return refuse(reasonMalformedRecord, "the record has no source or destination address")
+	}
+	reporter, err := reportingNode(a)
+	if err != nil {
+		return err
+	}
+
+	*r = flowrecord.Record{
+		Start:        a.start,
+		End:          a.end,
+		Observed:     observed,
+		Protocol:     a.protocol,
+		Source:       endpoint(&a.src),
+		Destination:  endpoint(&a.dst),
+		Stats:        counters(a.stats),
+		ReverseStats: counters(a.reverse),
+		EndReason:    flowrecord.EndReason(a.endReason),
+		TCPState:     a.tcpState,
+		FlowType:     flowrecord.FlowType(a.flowType),
+		Service: flowrecord.Service{PortName: a.servicePortName, UID: a.serviceUID,
+			Address: a.serviceAddr, Port: a.servicePort},
+		ProxySNATAddress: a.proxySNATAddr,
+		IngressPolicy:    policy(&a.ingress),
+		EgressPolicy:     policy(&a.egress),
+		Egress: flowrecord.Egress{Name: a.egressName, UID: a.egressUID, Address: a.egressAddr,
+			NodeName: a.egressNode, NodeUID: a.egressNodeUID},
+	}
+	if a.proxySNATAddr.IsValid() {
+		r.ProxySNATPort = a.proxySNATPort
+	}
+	// The pre-DNAT destination is the Service address the agent resolved;
+	// without one no DNAT happened on its Node (flowtel's convention: the
+	// endpoint itself).
+	r.OriginalDestinationAddress, r.OriginalDestinationPort = r.Destination.Address, r.Destination.Port
+	if a.serviceAddr.IsValid() {
+		r.OriginalDestinationAddress, r.OriginalDestinationPort = a.serviceAddr, a.servicePort
+	}
+	switch r.FlowType {
+	case flowrecord.FlowTypeFromExternal:
+		if r.Source.Kind == flowrecord.EndpointUnknown {
+			r.Source.Kind = flowrecord.EndpointExternal
+		}
+	case flowrecord.FlowTypeToExternal:
+		if r.Destination.Kind == flowrecord.EndpointUnknown {
+			r.Destination.Kind = flowrecord.EndpointExternal
+		}
+	}
+
+	srcLocal, dstLocal := reporter != "" && a.src.node == reporter, reporter != "" && a.dst.node == reporter
+	ingress := r.FlowType == flowrecord.FlowTypeFromExternal && (r.DNATed() || r.ProxySNATAddress.IsValid())
+	var side flowrecord.Side
+	switch {
+	case (srcLocal || ingress) && dstLocal:
+		side = flowrecord.SideBoth
+	case srcLocal || ingress && r.ProxySNATAddress.IsValid():
+		side = flowrecord.SideSource
+	case dstLocal:
+		side = flowrecord.SideDestination
+	default:
+		return refuse(reasonNoNode, "the record names no Node (sourceNodeName, destinationNodeName) and is not the ingress Node's half of an SNATed from-external flow")
+	}
+	r.Reporter = flowrecord.Reporter{NodeName: reporter, Side: side}
+	r.Key = r.CorrelationKey()
+	return nil
+}
+
+// reportingNode is the Node that sent the record. Antrea's agents set their
+// observation domain to the FNV-1 hash of their Node's name and name only
+// their own Node, so the Node named whose hash is the domain sent it. A
+// domain that is no named Node's says the sender is another Node, whose
+// name the record does not carry (the ingress Node of a from-external flow,
+// from an exporter that knows remote Pods: flowtel's ipfix exporter in the
+// agent layout). Without a domain (0: a gRPC flow that leaves it unset) the
+// one Node named sent it; a record naming two Nodes is then refused.
+func reportingNode(a *agentRecord) (string, *refusal) {
+	switch d := a.observationDomain; {
+	case a.src.node != "" && d == nodeDomain(a.src.node):
+		return a.src.node, nil
+	case a.dst.node != "" && d == nodeDomain(a.dst.node):
+		return a.dst.node, nil
+	case d != 0:
+		return "", nil
+	case a.src.node == "" || a.src.node == a.dst.node:
+		return a.dst.node, nil
+	case a.dst.node == "":
+		return a.src.node, nil
+	}
+	return "", refuse(reasonMalformedRecord, fmt.Sprintf("the record names two Nodes (%s, %s) and no observation domain to tell which sent it (FNV-1 of the Node name, as Antrea's agents set it)",
+		a.src.node, a.dst.node))
+}
+
+// nodeDomain is an Antrea agent's observation domain: the 32-bit FNV-1 hash
+// (not FNV-1a) of its Node's name.
+func nodeDomain(node string) uint32 {
+	h := fnv.New32()
+	_, _ = h.Write([]byte(node))
+	return h.Sum32()
+}
+
+func endpoint(e *agentEndpoint) flowrecord.Endpoint {
+	out := flowrecord.Endpoint{Address: e.addr, Port: e.port, Namespace: e.namespace, PodName: e.pod,
+		PodUID: e.podUID, NodeName: e.node, NodeUID: e.nodeUID}
+	if e.pod != "" {
+		out.Kind = flowrecord.EndpointPod
+	}
+	return out
+}
+
+func counters(c agentCounters) flowrecord.Counters {
+	return flowrecord.Counters{PacketTotal: c.packetTotal, OctetTotal: c.octetTotal, PacketDelta: c.packetDelta, OctetDelta: c.octetDelta}
+}
+
+func policy(p *agentPolicy) flowrecord.Policy {
+	return flowrecord.Policy{Type: flowrecord.PolicyType(p.typ), Namespace: p.namespace, Name: p.name, UID: p.uid,
+		RuleName: p.rule, RuleAction: flowrecord.RuleAction(p.ruleAction)}
+}
+
+// batch collects record halves into one plog.Logs in the form flowtel's node
+// collectors send: a resource per reporting Node (k8s.node.name, and
+// k8s.cluster.uid when configured), one LogRecord per half.
+type batch struct {
+	logs       plog.Logs
+	byNode     map[string]plog.LogRecordSlice
+	clusterUID string
+	scope      string
+	version    string
+	n          int
+	rec        flowrecord.Record
+}
+
+func newBatch(clusterUID, scope, version string) *batch {
+	return &batch{clusterUID: clusterUID, scope: scope, version: version}
+}
+
+// add converts a and appends it, or returns why it is refused.
+func (b *batch) add(a *agentRecord, now time.Time) *refusal {
+	observed := a.exportTime
+	if observed.IsZero() {
+		observed = now
+	}
+	if ref := toHalf(a, observed, &b.rec); ref != nil {
+		return ref
+	}
+	if b.n == 0 {
+		b.logs = plog.NewLogs()
+		b.byNode = make(map[string]plog.LogRecordSlice, 1)
+	}
+	node := b.rec.Reporter.NodeName
+	lrs, ok := b.byNode[node]
+	if !ok {
+		rl := b.logs.ResourceLogs().AppendEmpty()
+		if node != "" {
+			rl.Resource().Attributes().PutStr(catalogue.ResourceNodeName, node)
+		}
+		if b.clusterUID != "" {
+			rl.Resource().Attributes().PutStr(catalogue.ResourceClusterUID, b.clusterUID)
+		}
+		sl := rl.ScopeLogs().AppendEmpty()
+		sl.Scope().SetName(b.scope)
+		sl.Scope().SetVersion(b.version)
+		lrs = sl.LogRecords()
+		b.byNode[node] = lrs
+	}
+	attrcodec.Encode(&b.rec, lrs.AppendEmpty())
+	b.n++
+	return nil
+}
+
+// take returns the logs collected and their count, and empties the batch.
+func (b *batch) take() (plog.Logs, int) {
+	l, n := b.logs, b.n
+	b.logs, b.byNode, b.n = plog.Logs{}, nil, 0
+	return l, n
+}
+
+// validAddr is a, or the invalid address for the unspecified one (absent).
+func validAddr(a netip.Addr) netip.Addr {
+	if a.IsUnspecified() {
+		return netip.Addr{}
+	}
+	return a
+}

@@ -1,0 +1,174 @@
+package antreaflowsreceiver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
+	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
+)
+
+// The gateway's pipeline in process: this receiver feeding the real
+// flow_correlation processor (the test is the only place a component meets
+// another: the gateway distribution wires them the same way).
+
+type gateway struct {
+	*started
+	corr consumer.Logs
+	out  *consumertest.LogsSink
+}
+
+func startGateway(t *testing.T, mut func(*Config)) *gateway {
+	t.Helper()
+	out := new(consumertest.LogsSink)
+	f := flowcorrelationprocessor.NewFactory()
+	proc, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(f.Type()), f.CreateDefaultConfig(), out)
+	require.NoError(t, err)
+	require.NoError(t, proc.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, proc.Shutdown(context.Background())) })
+	s := startReceiverTo(t, proc, mut) // the receiver hands its halves to flow_correlation
+	return &gateway{started: s, corr: proc, out: out}
+}
+
+// sendNodeHalf sends a half as flowtel's node collector does (OTLP, under
+// its Node's resource) straight to flow_correlation.
+func (g *gateway) sendNodeHalf(t *testing.T, r flowrecord.Record) {
+	t.Helper()
+	l := plog.NewLogs()
+	rl := l.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr(catalogue.ResourceNodeName, r.Reporter.NodeName)
+	attrcodec.Encode(&r, rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+	require.NoError(t, g.corr.ConsumeLogs(context.Background(), l))
+}
+
+func (g *gateway) paired(t *testing.T, n int) []flowrecord.Record {
+	t.Helper()
+	waitRecords(t, g.out, n)
+	got, _ := records(t, g.out.AllLogs())
+	require.Len(t, got, n)
+	return got
+}
+
+// checkInterNodePair: one record, paired, with what each agent knew: the
+// source Pod, Service and Antrea ClusterNetworkPolicy from node-a, the
+// destination Pod and Antrea NetworkPolicy from node-b, both Nodes' counters.
+func checkInterNodePair(t *testing.T, r flowrecord.Record) {
+	t.Helper()
+	assert.Equal(t, flowrecord.CorrelationPaired, r.Correlation)
+	assert.Equal(t, "a", r.Source.PodName)
+	assert.Equal(t, "node-a", r.Source.NodeName)
+	assert.Equal(t, "web", r.Destination.PodName)
+	assert.Equal(t, "node-b", r.Destination.NodeName)
+	assert.Equal(t, "default/web:http", r.Service.PortName)
+	assert.Equal(t, flowrecord.Policy{Type: flowrecord.PolicyTypeAntreaClusterNetworkPolicy, Name: "acnp-allow-web",
+		RuleName: "allow-to-web", RuleAction: flowrecord.RuleActionAllow}, r.EgressPolicy)
+	assert.Equal(t, flowrecord.Policy{Type: flowrecord.PolicyTypeAntreaNetworkPolicy, Namespace: "default", Name: "anp-web",
+		RuleName: "from-a", RuleAction: flowrecord.RuleActionAllow}, r.IngressPolicy)
+	require.NotNil(t, r.Aggregation)
+	assert.Equal(t, uint64(1000), r.Aggregation.StatsFromSource.OctetTotal)
+	assert.Equal(t, uint64(1000), r.Aggregation.StatsFromDestination.OctetTotal)
+	assert.Equal(t, "6|10.10.0.5:43512|10.10.1.7:8080", r.Key)
+}
+
+// TestAgentHalvesPair: the halves two agents send, over either transport,
+// pair in flow_correlation as flowtel's own do.
+func TestAgentHalvesPair(t *testing.T) {
+	p := newPKI(t)
+	t.Run("ipfix", func(t *testing.T) {
+		g := startGateway(t, nil)
+		src, dst := interNodeHalves(43512)
+		newAgent(t, g.cfg.IPFIX.Endpoint, "tcp", "node-a", nil).send(t, &src)
+		newAgent(t, g.cfg.IPFIX.Endpoint, "udp", "node-b", nil).send(t, &dst)
+		checkInterNodePair(t, g.paired(t, 1)[0])
+	})
+	t.Run("grpc", func(t *testing.T) {
+		g := startGateway(t, func(c *Config) { c.TLS = p.serverConfig() })
+		src, dst := interNodeHalves(43512)
+		creds := p.grpcTLS(t, p.clientCert, p.clientKey)
+		require.NoError(t, exportGRPC(t, g.cfg.GRPC.Endpoint, creds, toFlow(&dst)))
+		require.NoError(t, exportGRPC(t, g.cfg.GRPC.Endpoint, creds, toFlow(&src)))
+		checkInterNodePair(t, g.paired(t, 1)[0])
+	})
+	t.Run("ipfix_and_grpc", func(t *testing.T) {
+		g := startGateway(t, nil)
+		src, dst := interNodeHalves(43512)
+		newAgent(t, g.cfg.IPFIX.Endpoint, "tcp", "node-a", nil).send(t, &src)
+		require.NoError(t, exportGRPC(t, g.cfg.GRPC.Endpoint, nil, toFlow(&dst)))
+		checkInterNodePair(t, g.paired(t, 1)[0])
+	})
+}
+
+// TestAgentHalfPairsWithNodeCollectorHalf: a cluster half migrated (one
+// Node's agent still exporting, the other Node running flowtel's node
+// collector) pairs across: the record k8s_flow writes for the other half
+// (its side, both endpoints resolved, its key) meets the agent's.
+func TestAgentHalfPairsWithNodeCollectorHalf(t *testing.T) {
+	agentSrc, agentDst := interNodeHalves(43512)
+	flowtelSrc := wantInterNodeSource(43512)
+	flowtelSrc.Destination = flowrecord.Endpoint{Address: podB, Port: 8080, Kind: flowrecord.EndpointPod,
+		Namespace: "default", PodName: "web", NodeName: "node-b"}
+	flowtelDst := flowrecord.Record{
+		Start: t0, End: t0.Add(5 * time.Second), Observed: t0.Add(6 * time.Second), Protocol: 6,
+		Source: flowrecord.Endpoint{Address: podA, Port: 43512, Kind: flowrecord.EndpointPod, Namespace: "default",
+			PodName: "a", NodeName: "node-a"},
+		Destination:                flowtelSrc.Destination,
+		OriginalDestinationAddress: podB, OriginalDestinationPort: 8080,
+		Stats:        flowrecord.Counters{PacketTotal: 10, OctetTotal: 1000, PacketDelta: 10, OctetDelta: 1000},
+		ReverseStats: flowrecord.Counters{PacketTotal: 8, OctetTotal: 4000, PacketDelta: 8, OctetDelta: 4000},
+		EndReason:    flowrecord.EndReasonActiveTimeout, TCPState: "ESTABLISHED", FlowType: flowrecord.FlowTypeInterNode,
+		IngressPolicy: flowrecord.Policy{Type: flowrecord.PolicyTypeAntreaNetworkPolicy, Namespace: "default", Name: "anp-web",
+			RuleName: "from-a", RuleAction: flowrecord.RuleActionAllow},
+		Reporter: flowrecord.Reporter{NodeName: "node-b", Side: flowrecord.SideDestination},
+	}
+	flowtelDst.Key = flowtelDst.CorrelationKey()
+
+	t.Run("agent_source", func(t *testing.T) {
+		g := startGateway(t, nil)
+		newAgent(t, g.cfg.IPFIX.Endpoint, "tcp", "node-a", nil).send(t, &agentSrc)
+		g.sendNodeHalf(t, flowtelDst)
+		checkInterNodePair(t, g.paired(t, 1)[0])
+	})
+	t.Run("agent_destination", func(t *testing.T) {
+		g := startGateway(t, nil)
+		g.sendNodeHalf(t, flowtelSrc)
+		require.NoError(t, exportGRPC(t, g.cfg.GRPC.Endpoint, nil, toFlow(&agentDst)))
+		checkInterNodePair(t, g.paired(t, 1)[0])
+	})
+}
+
+// TestNodePortAndIntraNode: the ingress Node's SNATed half of a
+// from-external NodePort connection (which names no Node) pairs with the
+// endpoint Node's half; an intra-Node record needs no pairing.
+func TestNodePortAndIntraNode(t *testing.T) {
+	g := startGateway(t, nil)
+	ingress, dst := nodePortHalves()
+	newAgent(t, g.cfg.IPFIX.Endpoint, "tcp", "node-b", nil).send(t, &ingress)
+	newAgent(t, g.cfg.IPFIX.Endpoint, "tcp", "node-a", nil).send(t, &dst)
+	intra := intraNode()
+	require.NoError(t, exportGRPC(t, g.cfg.GRPC.Endpoint, nil, toFlow(&intra)))
+	got := g.paired(t, 2)
+	byState := map[flowrecord.CorrelationState]flowrecord.Record{}
+	for _, r := range got {
+		byState[r.Correlation] = r
+	}
+	np := byState[flowrecord.CorrelationPaired]
+	assert.Equal(t, client, np.Source.Address, "the external client, from the ingress Node's half")
+	assert.Equal(t, "dns", np.Destination.PodName)
+	assert.Equal(t, "default/web-np:http", np.Service.PortName)
+	assert.Equal(t, gwB, np.ProxySNATAddress)
+	assert.Equal(t, "6|10.10.1.1:61000|10.10.0.9:8080", np.Key)
+	in := byState[flowrecord.CorrelationNotRequired]
+	assert.Equal(t, "dns", in.Destination.PodName)
+	assert.Equal(t, flowrecord.Reporter{NodeName: "node-a", Side: flowrecord.SideBoth}, in.Reporter)
+}

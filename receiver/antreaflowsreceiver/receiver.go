@@ -1,0 +1,149 @@
+package antreaflowsreceiver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/receiver"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/flowtel/flowtel/receiver/antreaflowsreceiver/internal/metadata"
+)
+
+// antreaReceiver serves the agents' two export protocols and hands each
+// record on as a flowtel record half.
+type antreaReceiver struct {
+	cfg  *Config
+	set  receiver.Settings
+	next consumer.Logs
+	tel  *metadata.TelemetryBuilder
+
+	tlsCfg  *tls.Config
+	tcp     net.Listener
+	udp     net.PacketConn
+	grpc    *grpc.Server
+	grpcLn  net.Listener
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	connsMu sync.Mutex
+	conns   map[net.Conn]struct{}
+}
+
+var errNilConsumer = errors.New("nil next consumer")
+
+func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*antreaReceiver, error) {
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	return &antreaReceiver{cfg: cfg, set: set, next: next, tel: tel, stop: make(chan struct{}), conns: map[net.Conn]struct{}{}}, nil
+}
+
+func (r *antreaReceiver) Start(ctx context.Context, _ component.Host) error {
+	if r.cfg.TLS.HasValue() {
+		c, err := r.cfg.TLS.Get().LoadTLSConfig(ctx)
+		if err != nil {
+			return fmt.Errorf("antrea_flows: tls: %w", err)
+		}
+		r.tlsCfg = c
+	}
+	if err := r.startIPFIX(); err != nil {
+		r.closeListeners()
+		return err
+	}
+	if err := r.startGRPC(); err != nil {
+		r.closeListeners()
+		return err
+	}
+	return nil
+}
+
+func (r *antreaReceiver) closeListeners() {
+	if r.tcp != nil {
+		r.tcp.Close()
+	}
+	if r.udp != nil {
+		r.udp.Close()
+	}
+	if r.grpcLn != nil {
+		r.grpcLn.Close()
+	}
+}
+
+func (r *antreaReceiver) Shutdown(context.Context) error {
+	select {
+	case <-r.stop:
+		return nil
+	default:
+	}
+	close(r.stop)
+	if r.grpc != nil {
+		r.grpc.Stop()
+	}
+	r.closeListeners()
+	r.connsMu.Lock()
+	for c := range r.conns {
+		c.Close()
+	}
+	r.connsMu.Unlock()
+	r.wg.Wait()
+	r.tel.Shutdown()
+	return nil
+}
+
+// deliver hands the decoded records of one message or request to the next
+// consumer, counting what it receives, refuses and loses.
+func (r *antreaReceiver) deliver(ctx context.Context, records []agentRecord, transport transportName) {
+	if len(records) == 0 {
+		return
+	}
+	r.tel.ReceiverAntreaFlowsRecordsReceived.Add(ctx, int64(len(records)), transport.attr())
+	b := newBatch(r.cfg.ClusterUID, metadata.ScopeName, r.set.BuildInfo.Version)
+	now := time.Now()
+	for i := range records {
+		if ref := b.add(&records[i], now); ref != nil {
+			r.refused(ctx, ref.reason, 1, ref)
+		}
+	}
+	logs, n := b.take()
+	if n == 0 {
+		return
+	}
+	if err := r.next.ConsumeLogs(ctx, logs); err != nil {
+		r.tel.ReceiverAntreaFlowsRecordsDropped.Add(ctx, int64(n), dropConsumerError)
+		r.set.Logger.Warn("antrea_flows: the next consumer refused records; they are lost", zap.Int("records", n), zap.Error(err))
+		return
+	}
+	r.tel.ReceiverAntreaFlowsRecordsEmitted.Add(ctx, int64(n))
+}
+
+func (r *antreaReceiver) refused(ctx context.Context, reason string, n int, err error) {
+	r.tel.ReceiverAntreaFlowsRefused.Add(ctx, int64(n), refusalAttr(reason))
+	r.set.Logger.Debug("antrea_flows: input refused", zap.String("reason", reason), zap.Error(err))
+}
+
+func (r *antreaReceiver) track(c net.Conn) bool {
+	r.connsMu.Lock()
+	defer r.connsMu.Unlock()
+	select {
+	case <-r.stop:
+		return false
+	default:
+	}
+	r.conns[c] = struct{}{}
+	return true
+}
+
+func (r *antreaReceiver) untrack(c net.Conn) {
+	r.connsMu.Lock()
+	delete(r.conns, c)
+	r.connsMu.Unlock()
+}
