@@ -1,4 +1,4 @@
-// Code generated from distributions/*/manifest.yaml by TestComponentsGenerated; DO NOT EDIT.
+// Code generated from builder-config.yaml and distributions/*/manifest.yaml by TestComponentsGenerated; DO NOT EDIT.
 // Regenerate: FLOWTEL_UPDATE_GENERATED=1 go test ./distributions
 
 package distributions
@@ -32,7 +32,7 @@ var sets = map[string]set{
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), conntrackreceiver.NewFactory()},
 		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory(), loadbalancingexporter.NewFactory()},
-		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory()},
+		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory()},
 		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
 	},
 	"flowtel-node": {
