@@ -10,6 +10,7 @@ import (
 	servertlsextension "github.com/flowtel/flowtel/extension/servertlsextension"
 	flowcorrelationprocessor "github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
 	k8sflowprocessor "github.com/flowtel/flowtel/processor/k8sflowprocessor"
+	nodeidentityprocessor "github.com/flowtel/flowtel/processor/nodeidentityprocessor"
 	conntrackreceiver "github.com/flowtel/flowtel/receiver/conntrackreceiver"
 	signaltometricsconnector "github.com/open-telemetry/opentelemetry-collector-contrib/connector/signaltometricsconnector"
 	loadbalancingexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
@@ -30,7 +31,7 @@ import (
 var sets = map[string]set{
 	"flowtel": {
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), conntrackreceiver.NewFactory()},
-		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
+		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory(), flowcorrelationprocessor.NewFactory(), nodeidentityprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory(), loadbalancingexporter.NewFactory()},
 		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory()},
 		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
@@ -43,7 +44,7 @@ var sets = map[string]set{
 	},
 	"flowtel-gateway": {
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory()},
-		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
+		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), flowcorrelationprocessor.NewFactory(), nodeidentityprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory()},
 		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory()},
 		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
