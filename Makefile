@@ -38,12 +38,18 @@ build: $(addprefix $(BUILD_DIR)/,$(DISTRIBUTIONS)) $(BUILD_DIR)/flowctl/flowctl 
 $(BUILD_DIR)/flowctl/flowctl: go.mod $(shell git ls-files '*.go' 2>/dev/null)
 	$(GO) build -o $@ ./cmd/flowctl
 
+# A distribution's OCB manifest: builder-config.yaml for the full one (the
+# source the others are checked against), distributions/<name>/manifest.yaml
+# for the others.
+manifest = $(if $(filter flowtel,$(1)),builder-config.yaml,distributions/$(1)/manifest.yaml)
+
 # Rebuild a distribution when its manifest or any Go source changes.
-$(BUILD_DIR)/%: distributions/%/manifest.yaml go.mod $(shell git ls-files '*.go' 2>/dev/null)
+.SECONDEXPANSION:
+$(BUILD_DIR)/%: $$(call manifest,$$*) go.mod $(shell git ls-files '*.go' 2>/dev/null)
 	@mkdir -p $(BUILD_DIR)
 	@echo "build: $* with OCB (cold caches: ~3 min each; log in $(BUILD_DIR)/$*.build.log)"
-	@$(OCB) --config distributions/$*/manifest.yaml > $(BUILD_DIR)/$*.build.log 2>&1 || { cat $(BUILD_DIR)/$*.build.log; exit 1; }
-	@scripts/check-distribution.sh distributions/$*/manifest.yaml $(BUILD_DIR)/$*/$* distributions/$*/config.yaml $(wildcard distributions/$*/kubernetes.yaml)
+	@$(OCB) --config $(call manifest,$*) > $(BUILD_DIR)/$*.build.log 2>&1 || { cat $(BUILD_DIR)/$*.build.log; exit 1; }
+	@scripts/check-distribution.sh $(call manifest,$*) $(BUILD_DIR)/$*/$* distributions/$*/config.yaml $(wildcard distributions/$*/kubernetes.yaml)
 	@touch $@
 
 .PHONY: peers

@@ -28,7 +28,7 @@ type rendered struct {
 
 func kustomizeVariants(t *testing.T) []rendered {
 	var out []rendered
-	for _, dir := range []string{".", "examples/clickhouse", "examples/conntrack-sysctls", "examples/other-namespace", "examples/no-client-auth", "examples/cert-manager"} {
+	for _, dir := range []string{".", "examples/clickhouse", "examples/other-namespace", "examples/no-client-auth", "examples/cert-manager"} {
 		name := "kustomize " + dir
 		if dir == "." {
 			name = "kustomize deploy/kubernetes"

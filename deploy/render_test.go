@@ -91,7 +91,7 @@ func helm(t testing.TB) string {
 func chartDir() string { return filepath.Join(deployDir(), "helm", "flowtel") }
 
 // chartValueSets are the value files the chart is tested with ("" = defaults).
-var chartValueSets = []string{"", "ci/all-sinks-mtls-values.yaml", "ci/dns-plaintext-values.yaml", "ci/conntrack-sysctls-values.yaml", "ci/no-client-auth-values.yaml"}
+var chartValueSets = []string{"", "ci/all-sinks-mtls-values.yaml", "ci/dns-plaintext-values.yaml", "ci/no-client-auth-values.yaml"}
 
 // helmTemplate renders the chart as `helm install` would.
 func helmTemplate(t testing.TB, release, namespace, values string) []byte {

@@ -27,7 +27,8 @@ import (
 var secretFiles = map[string]map[string]string{
 	"flowtel-gateway-tls":    {"tls.crt": "gateway.crt", "tls.key": "gateway.key", "ca.crt": "ca.crt"},
 	"flowtel-gateway-ca":     {"ca.crt": "ca.crt"},
-	"flowtel-node-tls":       {"tls.crt": "node.crt", "tls.key": "node.key"},
+	"flowtel-node-tls":       {"tls.crt": "node.crt", "tls.key": "node.key", "ca.crt": "node-ca.crt"},
+	"flowtel-node-ca":        {"ca.crt": "node-ca.crt"},
 	"flowtel-flowstream-tls": {"tls.crt": "flowstream.crt", "tls.key": "flowstream.key", "ca.crt": "ca.crt"},
 }
 
@@ -81,7 +82,7 @@ func TestTLSHandshakeWithCertsScript(t *testing.T) {
 				return
 			}
 			dir := certsFor(gw.namespace)
-			expiredCert, expiredKey := expiredClientCert(t, dir)
+			expiredCert, expiredKey := expiredClientCert(t, dir, "node-ca")
 			var client configtls.ClientConfig
 			var server configtls.ServerConfig
 			decodeTLS(t, node, at(nodeRaw, "exporters", "load_balancing", "protocol", "otlp", "tls"), dir, &client)
@@ -90,7 +91,10 @@ func TestTLSHandshakeWithCertsScript(t *testing.T) {
 				t.Fatalf("node -> gateway TLS handshake: %v", err)
 			}
 			optOut := optOuts[v.name] == optOutNoClientAuth
-			for name, c := range badClients(client, filepath.Join(otherDir, "node"), expiredCert, expiredKey) {
+			bad := badClients(client, filepath.Join(otherDir, "node"), expiredCert, expiredKey)
+			// The gateway's own certificate is from the gateway CA, not the node CA.
+			bad["with the gateway's certificate"] = withCert(client, filepath.Join(dir, "gateway"))
+			for name, c := range bad {
 				err := handshake(t, c, server)
 				if !optOut && err == nil {
 					t.Errorf("a client %s was accepted", name)
@@ -101,6 +105,13 @@ func TestTLSHandshakeWithCertsScript(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withCert is client TLS settings presenting another certificate (its
+// files' path without .crt/.key).
+func withCert(good configtls.ClientConfig, files string) configtls.ClientConfig {
+	good.CertFile, good.KeyFile = files+".crt", files+".key"
+	return good
 }
 
 // badClients are client TLS settings the gateway (or the fan-in) must
@@ -114,11 +125,12 @@ func badClients(good configtls.ClientConfig, other, expiredCert, expiredKey stri
 	return map[string]configtls.ClientConfig{"without a certificate": noCert, "with another CA's certificate": otherCA, "with an expired certificate": expired}
 }
 
-// expiredClientCert signs, with the CA certs.sh wrote to dir, a client
-// certificate that expired an hour ago, and returns its files.
-func expiredClientCert(t *testing.T, dir string) (certFile, keyFile string) {
+// expiredClientCert signs, with a CA certs.sh wrote to dir (its files' name
+// without .crt/.key: ca, the gateway CA, or node-ca), a client certificate
+// that expired an hour ago, and returns its files.
+func expiredClientCert(t *testing.T, dir, caName string) (certFile, keyFile string) {
 	t.Helper()
-	ca, err := tls.LoadX509KeyPair(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
+	ca, err := tls.LoadX509KeyPair(filepath.Join(dir, caName+".crt"), filepath.Join(dir, caName+".key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +138,7 @@ func expiredClientCert(t *testing.T, dir string) (certFile, keyFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, certFile, keyFile = issueCert(t, caCert, ca.PrivateKey.(crypto.Signer), dir, "expired", x509.ExtKeyUsageClientAuth, nil, time.Now().Add(-time.Hour))
+	_, certFile, keyFile = issueCert(t, caCert, ca.PrivateKey.(crypto.Signer), dir, "expired-"+caName, x509.ExtKeyUsageClientAuth, nil, time.Now().Add(-time.Hour))
 	return certFile, keyFile
 }
 
@@ -232,8 +244,9 @@ func handshake(t *testing.T, client configtls.ClientConfig, server configtls.Ser
 // The cert-manager component makes every Secret the base's collectors read
 // TLS files from, each from a Certificate of the right usage: the gateway's
 // names what the node collectors verify, the node collectors' is a client
-// certificate, and both chain to the CA whose Secret the node collectors
-// mount.
+// certificate; the gateway's chains to the CA whose Secret the node
+// collectors mount, the node collectors' to the CA whose Secret the gateway
+// mounts, and the two CAs differ.
 func TestCertManagerCertificates(t *testing.T) {
 	objs := objects(t, kustomize(t, "examples/cert-manager"))
 	type cert struct {
@@ -304,15 +317,16 @@ func TestCertManagerCertificates(t *testing.T) {
 		if !slices.Contains(c.Usages, usage) {
 			t.Errorf("Secret %s: usages %v, want %s", secret, c.Usages, usage)
 		}
-		if ca := certs[issuers[c.IssuerRef.Name]]; !ca.IsCA || issuers[c.IssuerRef.Name] != "flowtel-gateway-ca" {
-			t.Errorf("Secret %s: issued by %s, not by the CA in flowtel-gateway-ca", secret, c.IssuerRef.Name)
+		wantCA := map[string]string{"server auth": "flowtel-gateway-ca", "client auth": "flowtel-node-ca"}[usage]
+		if ca := certs[issuers[c.IssuerRef.Name]]; !ca.IsCA || issuers[c.IssuerRef.Name] != wantCA {
+			t.Errorf("Secret %s: issued by %s, not by the CA in %s", secret, c.IssuerRef.Name, wantCA)
 		}
 		if usage == "server auth" && !slices.Contains(c.DNSNames, serverName) {
 			t.Errorf("the gateway Certificate names %v; the node collectors verify %s", c.DNSNames, serverName)
 		}
 	}
-	if len(want) != 3 {
-		t.Errorf("TLS files come from Secrets %v, want the gateway's, the CA's and the node collectors'", want)
+	if len(want) != 4 {
+		t.Errorf("TLS files come from Secrets %v, want the gateway's, the two CAs' and the node collectors'", want)
 	}
 	// The flow stream fan-in (components/flow-stream) serves with
 	// flowtel-flowstream-tls and requires the gateways' certificate as client

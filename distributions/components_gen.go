@@ -1,4 +1,4 @@
-// Code generated from distributions/*/manifest.yaml by TestComponentsGenerated; DO NOT EDIT.
+// Code generated from builder-config.yaml and distributions/*/manifest.yaml by TestComponentsGenerated; DO NOT EDIT.
 // Regenerate: FLOWTEL_UPDATE_GENERATED=1 go test ./distributions
 
 package distributions
@@ -10,6 +10,7 @@ import (
 	servertlsextension "github.com/flowtel/flowtel/extension/servertlsextension"
 	flowcorrelationprocessor "github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
 	k8sflowprocessor "github.com/flowtel/flowtel/processor/k8sflowprocessor"
+	nodeidentityprocessor "github.com/flowtel/flowtel/processor/nodeidentityprocessor"
 	antreaflowsreceiver "github.com/flowtel/flowtel/receiver/antreaflowsreceiver"
 	conntrackreceiver "github.com/flowtel/flowtel/receiver/conntrackreceiver"
 	signaltometricsconnector "github.com/open-telemetry/opentelemetry-collector-contrib/connector/signaltometricsconnector"
@@ -31,9 +32,9 @@ import (
 var sets = map[string]set{
 	"flowtel": {
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), antreaflowsreceiver.NewFactory(), conntrackreceiver.NewFactory()},
-		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
+		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory(), flowcorrelationprocessor.NewFactory(), nodeidentityprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory(), loadbalancingexporter.NewFactory()},
-		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory()},
+		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory()},
 		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
 	},
 	"flowtel-node": {
@@ -44,7 +45,7 @@ var sets = map[string]set{
 	},
 	"flowtel-gateway": {
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), antreaflowsreceiver.NewFactory()},
-		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), flowcorrelationprocessor.NewFactory()},
+		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), flowcorrelationprocessor.NewFactory(), nodeidentityprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory()},
 		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory()},
 		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},

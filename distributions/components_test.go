@@ -22,6 +22,8 @@ var updateGenerated = os.Getenv("FLOWTEL_UPDATE_GENERATED") == "1"
 
 // manifest is the part of an OCB manifest that lists components.
 type manifest struct {
+	Replaces   []string `yaml:"replaces"`
+	Providers  []module `yaml:"providers"`
 	Receivers  []module `yaml:"receivers"`
 	Processors []module `yaml:"processors"`
 	Exporters  []module `yaml:"exporters"`
@@ -32,6 +34,7 @@ type manifest struct {
 type module struct {
 	GoMod  string `yaml:"gomod"`
 	Import string `yaml:"import"`
+	Path   string `yaml:"path"`
 }
 
 // importPath is the package a manifest entry imports: `import` when given, else the module.
@@ -83,7 +86,7 @@ func generate(t *testing.T) []byte {
 		body.WriteString("\t},\n")
 	}
 	var src bytes.Buffer
-	src.WriteString("// Code generated from distributions/*/manifest.yaml by TestComponentsGenerated; DO NOT EDIT.\n")
+	src.WriteString("// Code generated from builder-config.yaml and distributions/*/manifest.yaml by TestComponentsGenerated; DO NOT EDIT.\n")
 	src.WriteString("// Regenerate: FLOWTEL_UPDATE_GENERATED=1 go test ./distributions\n\npackage distributions\n\nimport (\n")
 	pkgs := []string{}
 	for _, c := range classes {
@@ -118,6 +121,50 @@ func TestComponentsGenerated(t *testing.T) {
 	got, err := os.ReadFile(file)
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(got), "%s is stale: run FLOWTEL_UPDATE_GENERATED=1 go test ./distributions", file)
+}
+
+// builder-config.yaml, the full distribution's manifest, is the one source
+// of component versions: every component a slimmer distribution lists is
+// listed there, the same module at the same version, imported and wired the
+// same way, and every replace of a slimmer manifest is one of its replaces.
+// So a component or a version is changed in builder-config.yaml first, and
+// this test says which slim manifest still differs.
+func TestSlimManifestsAreSubsets(t *testing.T) {
+	read := func(name string) manifest {
+		raw, err := os.ReadFile(Manifest(name))
+		require.NoError(t, err)
+		var m manifest
+		require.NoError(t, yaml.Unmarshal(raw, &m))
+		return m
+	}
+	full := read(Full)
+	lists := func(m manifest) [][]module {
+		return [][]module{m.Receivers, m.Processors, m.Exporters, m.Extensions, m.Connectors}
+	}
+	for _, name := range Names() {
+		if name == Full {
+			continue
+		}
+		slim := read(name)
+		for i, list := range lists(slim) {
+			for _, mod := range list {
+				if !slices.Contains(lists(full)[i], mod) {
+					t.Errorf("%s: %s %s (%s) is not in %s as it is there; list it in %s at the same version first",
+						Manifest(name), classes[i].field, mod.importPath(), mod.GoMod, FullManifest, FullManifest)
+				}
+			}
+		}
+		for _, p := range slim.Providers {
+			if !slices.Contains(full.Providers, p) {
+				t.Errorf("%s: provider %s is not in %s at that version", Manifest(name), p.GoMod, FullManifest)
+			}
+		}
+		for _, r := range slim.Replaces {
+			if !slices.Contains(full.Replaces, r) {
+				t.Errorf("%s: replace %q is not one of %s's", Manifest(name), r, FullManifest)
+			}
+		}
+	}
 }
 
 // Every distribution has factories for every class it lists, none twice.

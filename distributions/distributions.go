@@ -1,6 +1,10 @@
 // Package distributions is the top layer of flowtel: the three collector
-// distributions, each a directory with its OCB manifest (manifest.yaml), the
-// collector configuration of its role (config.yaml) and its Dockerfile.
+// distributions, each a directory with the collector configuration of its
+// role (config.yaml) and its Dockerfile, and an OCB manifest: the full
+// distribution's is builder-config.yaml at the repository root, the one
+// source the slimmer ones (<name>/manifest.yaml) are checked against (each of
+// their components is the full distribution's, at its version:
+// TestSlimManifestsAreSubsets).
 //
 // OCB generates the real binaries' main packages from the manifests. This
 // package gives tests the same component lists in process: components_gen.go
@@ -40,8 +44,19 @@ func Dir(name string) string {
 	return filepath.Join(filepath.Dir(self), name)
 }
 
-// Manifest is the path of the named distribution's OCB manifest.
-func Manifest(name string) string { return filepath.Join(Dir(name), "manifest.yaml") }
+// FullManifest is the full distribution's OCB manifest, builder-config.yaml at
+// the repository root.
+const FullManifest = "builder-config.yaml"
+
+// Manifest is the path of the named distribution's OCB manifest: the root's
+// builder-config.yaml for the full distribution, distributions/<name>/manifest.yaml
+// for the others.
+func Manifest(name string) string {
+	if name == Full {
+		return filepath.Join(filepath.Dir(Dir("")), FullManifest)
+	}
+	return filepath.Join(Dir(name), "manifest.yaml")
+}
 
 // Config is the path of the named distribution's collector configuration:
 // the one configuration of its role, which kustomize, Helm, the Operator CRs

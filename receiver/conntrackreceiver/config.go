@@ -39,6 +39,17 @@ type Config struct {
 	// NetNS is the path of the network namespace to read (e.g.
 	// /var/run/netns/X); empty: the collector's own namespace.
 	NetNS string `mapstructure:"netns"`
+	// EnableAccounting sets net.netfilter.nf_conntrack_acct=1 and
+	// nf_conntrack_timestamp=1 in the namespace at start (both are per network
+	// namespace and off by default): without them conntrack entries carry no
+	// packet or byte counters and no start time. On by default; false leaves
+	// the sysctls as they are and warns when they are off.
+	EnableAccounting bool `mapstructure:"enable_accounting"`
+	// SysctlPath is where the namespace's net sysctls are read and written
+	// (the directory holding netfilter/nf_conntrack_acct). A container's
+	// /proc/sys is read-only unless it is privileged, so a Pod mounts the
+	// host's /proc/sys/net elsewhere, writable, and names that mount here.
+	SysctlPath string `mapstructure:"sysctl_path"`
 	// Events subscribes to conntrack DESTROY events so that connections that
 	// open and close between two polls (refused ones: SYN answered by RST) are
 	// reported with their final counters. On by default.
@@ -110,19 +121,23 @@ const (
 	minDeniedTimeout        = time.Second
 	// nodeNameEnv is the variable a DaemonSet sets from spec.nodeName.
 	nodeNameEnv = "K8S_NODE_NAME"
+	// defaultSysctlPath is the net sysctls of the reading thread's namespace.
+	defaultSysctlPath = "/proc/sys/net"
 )
 
 func createDefaultConfig() *Config {
 	return &Config{
-		PollInterval:    defaultPollInterval,
-		ActiveTimeout:   defaultActiveTimeout,
-		IdleTimeout:     defaultIdleTimeout,
-		Profile:         profile.Generic,
-		Events:          true,
-		MaxQueuedEvents: defaultMaxQueuedEvents,
-		MaxConnections:  defaultMaxConns,
-		NodeName:        os.Getenv(nodeNameEnv),
-		Denied:          configoptional.Default(defaultDeniedConfig()),
+		PollInterval:     defaultPollInterval,
+		ActiveTimeout:    defaultActiveTimeout,
+		IdleTimeout:      defaultIdleTimeout,
+		Profile:          profile.Generic,
+		Events:           true,
+		EnableAccounting: true,
+		SysctlPath:       defaultSysctlPath,
+		MaxQueuedEvents:  defaultMaxQueuedEvents,
+		MaxConnections:   defaultMaxConns,
+		NodeName:         os.Getenv(nodeNameEnv),
+		Denied:           configoptional.Default(defaultDeniedConfig()),
 	}
 }
 
@@ -188,6 +203,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NetNS != "" && !strings.HasPrefix(c.NetNS, "/") {
 		errs = append(errs, fmt.Errorf("netns: must be an absolute path (got %q); use a path such as /var/run/netns/<name> or /proc/<pid>/ns/net, or leave it empty for the collector's own namespace", c.NetNS))
+	}
+	if !strings.HasPrefix(c.SysctlPath, "/") {
+		errs = append(errs, fmt.Errorf("sysctl_path: must be an absolute path (got %q); use the directory holding netfilter/nf_conntrack_acct, such as %s or a writable mount of the host's /proc/sys/net", c.SysctlPath, defaultSysctlPath))
 	}
 	return errors.Join(errs...)
 }

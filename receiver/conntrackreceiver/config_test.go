@@ -15,7 +15,7 @@ func TestLoadConfig(t *testing.T) {
 	t.Setenv(nodeNameEnv, "from-env")
 	defaults := func(mut func(*Config)) *Config {
 		c := &Config{PollInterval: 5 * time.Second, ActiveTimeout: 5 * time.Second, IdleTimeout: 15 * time.Second,
-			Profile: "generic", Events: true, MaxQueuedEvents: 100_000, MaxConnections: 1_000_000, NodeName: "from-env",
+			Profile: "generic", Events: true, EnableAccounting: true, SysctlPath: "/proc/sys/net", MaxQueuedEvents: 100_000, MaxConnections: 1_000_000, NodeName: "from-env",
 			Denied: configoptional.Default(defaultDeniedConfig())}
 		mut(c)
 		return c
@@ -25,7 +25,7 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "", Want: defaults(func(*Config) {})},
 		{Name: "antrea", Want: &Config{PollInterval: 10 * time.Second, ActiveTimeout: 30 * time.Second, IdleTimeout: time.Minute,
 			Protocols: []string{"tcp", "udp"}, Profile: "antrea", NetNS: "/var/run/netns/node-1", Events: true,
-			MaxQueuedEvents: 100_000, MaxConnections: 50000, Storage: &storage, NodeName: "node-1",
+			EnableAccounting: true, SysctlPath: "/proc/sys/net", MaxQueuedEvents: 100_000, MaxConnections: 50000, Storage: &storage, NodeName: "node-1",
 			Denied: configoptional.Default(defaultDeniedConfig())}},
 		// protocols: [] means none: empty, not nil (unset, all protocols).
 		{Name: "none", Want: defaults(func(c *Config) { c.Protocols = []string{} })},
@@ -35,6 +35,10 @@ func TestLoadConfig(t *testing.T) {
 		})},
 		// events: false needs no event queue.
 		{Name: "no_events", Want: defaults(func(c *Config) { c.Events, c.MaxQueuedEvents = false, 0 })},
+		// The sysctls left as they are, read and written under a host mount.
+		{Name: "no_accounting", Want: defaults(func(c *Config) {
+			c.EnableAccounting, c.SysctlPath = false, "/host/proc/sys/net"
+		})},
 		// denied: present with no keys takes every default (group 100, the
 		// receiver's own timeouts).
 		{Name: "denied", Want: defaults(func(c *Config) {
@@ -54,6 +58,7 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "bad_stale", Err: "stale_timeout: must not be negative (got -1s); leave it unset or 0 for the default (5m0s, or twice the longer of active_timeout and idle_timeout)"},
 		{Name: "antrea_zone0", Err: "zones: the antrea profile reads zone 0 for correlation on its own (got [0 65520]); list only the CNI zones, or leave zones unset for 65520 and 65510"},
 		{Name: "bad_netns", Err: `netns: must be an absolute path (got "var/run/netns/x"); use a path such as /var/run/netns/<name> or /proc/<pid>/ns/net, or leave it empty for the collector's own namespace`},
+		{Name: "bad_sysctl_path", Err: `sysctl_path: must be an absolute path (got "host/proc/sys/net"); use the directory holding netfilter/nf_conntrack_acct, such as /proc/sys/net or a writable mount of the host's /proc/sys/net`},
 		{Name: "bad_max", Err: "max_connections: must not be negative (got -1); set a bound such as 1000000, or 0 for no bound"},
 		{Name: "bad_denied", Err: "denied.idle_timeout: too short (got 500ms); set it to 1s or more, or leave it unset for the receiver's idle_timeout\n" +
 			"denied.active_timeout: too short (got -1s); set it to 1s or more, or leave it unset for the receiver's active_timeout\n" +

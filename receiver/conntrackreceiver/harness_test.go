@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
@@ -36,10 +37,17 @@ func startReceiver(t *testing.T, cfg *Config) *harness {
 // startReceiverOn starts a receiver on a host (one offering extensions).
 func startReceiverOn(t *testing.T, cfg *Config, host component.Host) *harness {
 	t.Helper()
+	return startReceiverLogging(t, cfg, host, zap.NewNop())
+}
+
+// startReceiverLogging starts a receiver that logs to logger.
+func startReceiverLogging(t *testing.T, cfg *Config, host component.Host, logger *zap.Logger) *harness {
+	t.Helper()
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
+	set.Logger = logger
 	set.ID = component.NewID(metadata.Type) // as in a collector: the same ID after a restart
 	sink := new(consumertest.LogsSink)
 	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, sink)

@@ -150,12 +150,8 @@ func (r *conntrackReceiver) Start(ctx context.Context, host component.Host) (err
 	if _, err := r.src.Probe(); err != nil {
 		return err
 	}
-	if errs := ctsource.EnableAccounting(r.ns); len(errs) > 0 {
-		r.tel.ReceiverConntrackNetlinkErrors.Add(context.Background(), 1, failedSysctl)
-		r.logger.Warn("could not enable conntrack accounting/timestamps; records may lack counters or start times",
-			zap.String("netns", r.cfg.NetNS), zap.Error(errors.Join(errs...)))
-	}
-	if m, err := ctsource.TableMax(r.ns); err == nil {
+	r.setUpAccounting()
+	if m, err := ctsource.TableMax(r.ns, r.cfg.SysctlPath); err == nil {
 		r.tel.ReceiverConntrackTableMax.Record(context.Background(), m)
 	} else {
 		r.logger.Warn("could not read nf_conntrack_max", zap.Error(err))
@@ -459,11 +455,22 @@ func (r *conntrackReceiver) sendAll(ctx context.Context, xs []store.Export, now 
 func (r *conntrackReceiver) send(ctx context.Context, xs []store.Export, now time.Time) bool {
 	ld, lrs := r.newLogs(len(xs))
 	var rec flowrecord.Record
+	var noCounters, noTimestamps int64
 	for i := range xs {
 		toRecord(&xs[i], r.node, now, &rec)
 		attrcodec.Encode(&rec, lrs.AppendEmpty())
+		if !xs[i].Conn.Counted() {
+			noCounters++
+		}
+		if xs[i].KernelStart == 0 {
+			noTimestamps++
+		}
 	}
-	return r.consume(ctx, ld, len(xs))
+	if !r.consume(ctx, ld, len(xs)) {
+		return false
+	}
+	r.countIncomplete(ctx, noCounters, noTimestamps)
+	return true
 }
 
 // newLogs is an empty batch for n records under the receiver's resource

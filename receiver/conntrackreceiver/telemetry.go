@@ -38,6 +38,9 @@ var (
 	flushedLive      = reason("live")
 	flushedEndOfFlow = reason("end_of_flow")
 
+	incompleteNoCounters   = reason("no_counters")
+	incompleteNoTimestamps = reason("no_timestamps")
+
 	resumeResumed = reason("resumed")
 	resumeEnded   = reason("ended")
 )

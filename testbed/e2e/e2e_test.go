@@ -357,7 +357,7 @@ func gatewayCollector(t testing.TB, name, binary, dir string, otlpPort int, sink
 	return collector.Options{Name: name, Binary: binary, Dir: dir,
 		Configs: []string{distributions.Config(distributions.Gateway)}, Config: gatewayOverlay(otlpPort, sinks),
 		Env: []string{"FLOWTEL_TLS_CERT_FILE=" + filepath.Join(certs, "gateway.crt"), "FLOWTEL_TLS_KEY_FILE=" + filepath.Join(certs, "gateway.key"),
-			"FLOWTEL_TLS_CLIENT_CA_FILE=" + filepath.Join(certs, "ca.crt")}}
+			"FLOWTEL_TLS_CLIENT_CA_FILE=" + filepath.Join(certs, "node-ca.crt")}}
 }
 
 // gatewayOverlay: OTLP on loopback, no Kubernetes index unless the sinks

@@ -50,6 +50,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "flowtel.gateway.caSecret" -}}
 {{ default (printf "%s-ca" (include "flowtel.gateway.fullname" .)) .Values.tls.caSecret }}
 {{- end }}
+{{- define "flowtel.node.caSecret" -}}
+{{ default (printf "%s-ca" (include "flowtel.node.fullname" .)) .Values.tls.mtls.nodeCASecret }}
+{{- end }}
 {{- define "flowtel.node.tlsSecret" -}}
 {{ default (printf "%s-tls" (include "flowtel.node.fullname" .)) .Values.tls.mtls.nodeSecret }}
 {{- end }}

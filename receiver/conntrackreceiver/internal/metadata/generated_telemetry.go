@@ -40,6 +40,7 @@ type TelemetryBuilder struct {
 	ReceiverConntrackRecordsDropped    metric.Int64Counter
 	ReceiverConntrackRecordsEmitted    metric.Int64Counter
 	ReceiverConntrackRecordsFlushed    metric.Int64Counter
+	ReceiverConntrackRecordsIncomplete metric.Int64Counter
 	ReceiverConntrackResumeConnections metric.Int64Counter
 	ReceiverConntrackTableMax          metric.Int64Gauge
 }
@@ -155,6 +156,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ReceiverConntrackRecordsFlushed, err = builder.meter.Int64Counter(
 		"otelcol_receiver_conntrack_records_flushed",
 		metric.WithDescription("Records exported at shutdown for what no record had reported yet, by reason (live: deltas of live connections, end_of_flow: connections already gone). [Development]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverConntrackRecordsIncomplete, err = builder.meter.Int64Counter(
+		"otelcol_receiver_conntrack_records_incomplete",
+		metric.WithDescription("Records exported from conntrack entries without counters or start time, by reason (no_counters, no_timestamps): entries created before accounting or timestamps were on, whose counters stay 0 and whose start is when the receiver first saw them. [Development]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

@@ -33,6 +33,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverConntrackRecordsDropped.Add(context.Background(), 1)
 	tb.ReceiverConntrackRecordsEmitted.Add(context.Background(), 1)
 	tb.ReceiverConntrackRecordsFlushed.Add(context.Background(), 1)
+	tb.ReceiverConntrackRecordsIncomplete.Add(context.Background(), 1)
 	tb.ReceiverConntrackResumeConnections.Add(context.Background(), 1)
 	tb.ReceiverConntrackTableMax.Record(context.Background(), 1)
 	AssertEqualReceiverConntrackConnections(t, testTel,
@@ -75,6 +76,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverConntrackRecordsFlushed(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverConntrackRecordsIncomplete(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverConntrackResumeConnections(t, testTel,

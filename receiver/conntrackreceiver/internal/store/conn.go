@@ -105,6 +105,12 @@ type Conn struct {
 	Orig, Reply Counters
 }
 
+// Counted reports whether conntrack counts the connection's packets: the
+// original direction holds at least the packet that created the entry. An
+// entry created while nf_conntrack_acct was off has no counters (nor one
+// inserted by hand, e.g. conntrack -I).
+func (c *Conn) Counted() bool { return c.Orig.Packets > 0 }
+
 // IsTCP reports whether the connection is TCP.
 func (c *Conn) IsTCP() bool { return c.Proto == ProtoTCP }
 

@@ -1,0 +1,215 @@
+//go:build integration
+
+package nodeidentityprocessor
+
+import (
+	"context"
+
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/processor/nodeidentityprocessor/internal/metadata"
+	"github.com/flowtel/flowtel/testbed/controlplane"
+)
+
+// lab is a real API server with two Nodes, the node collectors'
+// ServiceAccount and one of their Pods on node-a.
+type lab struct {
+	t   *testing.T
+	cp  *controlplane.ControlPlane
+	pod *corev1.Pod
+}
+
+func newLab(t *testing.T) *lab {
+	cp := controlplane.Start(t)
+	ctx := context.Background()
+	cp.ServiceAccount(t, "flowtel", "flowtel-node")
+	cp.ServiceAccount(t, "default", "app")
+	for _, n := range []string{"node-a", "node-b"} {
+		_, err := cp.Admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	l := &lab{t: t, cp: cp}
+	l.pod = l.podOn("flowtel", "collector", "flowtel-node", "node-a")
+	return l
+}
+
+func (l *lab) podOn(ns, name, sa, node string) *corev1.Pod {
+	pod, err := l.cp.Admin.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: sa, Containers: []corev1.Container{{Name: "c", Image: "collector"}}}}, metav1.CreateOptions{})
+	require.NoError(l.t, err)
+	return pod
+}
+
+// token is a TokenRequest token of ns/sa for audience, bound to pod (nil: unbound).
+func (l *lab) token(ns, sa, audience string, pod *corev1.Pod) string {
+	spec := authv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr(int64(3600))}
+	if pod != nil {
+		spec.BoundObjectRef = &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+	}
+	tr, err := l.cp.Admin.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa, &authv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
+	require.NoError(l.t, err)
+	return tr.Status.Token
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// gateway starts the processor as the gateway runs it: its own
+// ServiceAccount, bound to system:auth-delegator, reviews the tokens.
+func (l *lab) gateway(mut func(*Config)) (processor.Logs, *consumertest.LogsSink, *componenttest.Telemetry) {
+	cfg := createDefaultConfig()
+	cfg.AuthType, cfg.KubeConfig = "kubeConfig", l.cp.DelegatingServiceAccount(l.t, "flowtel", "flowtel-gateway", false)
+	cfg.ServiceAccounts = []string{"flowtel/flowtel-node"}
+	if mut != nil {
+		mut(cfg)
+	}
+	tel := componenttest.NewTelemetry()
+	l.t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	set := processortest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	sink := new(consumertest.LogsSink)
+	p, err := NewFactory().CreateLogs(context.Background(), set, cfg, sink)
+	require.NoError(l.t, err)
+	require.NoError(l.t, p.Start(context.Background(), componenttest.NewNopHost()))
+	l.t.Cleanup(func() { require.NoError(l.t, p.Shutdown(context.Background())) })
+	return p, sink, tel
+}
+
+// sent is the context of a request that carried token, as the otlp receiver
+// with include_metadata makes it.
+func sent(token string) context.Context {
+	md := map[string][]string{}
+	if token != "" {
+		md["authorization"] = []string{"Bearer " + token}
+	}
+	return client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(md)})
+}
+
+// record is a flow record reported by reporter, whose source (the
+// reporter's side) is on sourceNode.
+type record struct{ reporter, sourceNode string }
+
+// logs are node collector records, under the resource of resourceNode.
+func logs(resourceNode string, rs ...record) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr(resourceNodeName, resourceNode)
+	lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
+	for i, r := range rs {
+		attrcodec.Encode(&flowrecord.Record{
+			Start: time.Now(), End: time.Now(), Protocol: 6,
+			Source:      flowrecord.Endpoint{Address: netip.MustParseAddr("10.0.0.1"), Port: uint16(1000 + i), NodeName: r.sourceNode},
+			Destination: flowrecord.Endpoint{Address: netip.MustParseAddr("10.0.1.1"), Port: 80},
+			Reporter:    flowrecord.Reporter{NodeName: r.reporter, Side: flowrecord.SideSource},
+		}, lrs.AppendEmpty())
+	}
+	return ld
+}
+
+func counter(t *testing.T, tel *componenttest.Telemetry, name, reason string) int64 {
+	t.Helper()
+	m, err := tel.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		if v, _ := dp.Attributes.Value("reason"); reason == "" || v.AsString() == reason {
+			n += dp.Value
+		}
+	}
+	return n
+}
+
+const (
+	accepted = "otelcol_processor_node_identity_records_accepted"
+	refused  = "otelcol_processor_node_identity_records_refused"
+	reviews  = "otelcol_processor_node_identity_token_reviews"
+)
+
+// TestNodeIdentity: against the real API server, the node collector of
+// node-a (its projected token, bound to its Pod on node-a) gets its own
+// Node's records through; records naming node-b — as reporter, as the
+// reporter-side endpoint's Node, or under a node-b resource — are refused and
+// counted other_node, and the rest of the request passes. The token is
+// reviewed once for many requests.
+func TestNodeIdentity(t *testing.T) {
+	l := newLab(t)
+	p, sink, tel := l.gateway(nil)
+	tok := l.token("flowtel", "flowtel-node", defaultAudience, l.pod)
+
+	own := record{"node-a", "node-a"}
+	require.NoError(t, p.ConsumeLogs(sent(tok), logs("node-a", own, record{"node-b", "node-b"}, record{"node-a", "node-b"}, own)))
+	require.Equal(t, 2, sink.LogRecordCount(), "node-a's two own records passed")
+	for _, ld := range sink.AllLogs() {
+		var r flowrecord.Record
+		lr := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+		for i := 0; i < lr.Len(); i++ {
+			require.NoError(t, attrcodec.Decode(lr.At(i), &r))
+			assert.Equal(t, "node-a", r.Reporter.NodeName)
+			assert.Equal(t, "node-a", r.Source.NodeName)
+		}
+	}
+	// A whole request under another Node's resource: refused, an error back.
+	err := p.ConsumeLogs(sent(tok), logs("node-b", record{"node-b", "node-b"}))
+	require.NoError(t, err, "refused records are counted; an authenticated sender gets no error")
+	assert.Equal(t, 2, sink.LogRecordCount())
+	assert.Equal(t, int64(2), counter(t, tel, accepted, ""))
+	assert.Equal(t, int64(3), counter(t, tel, refused, "other_node"))
+	assert.Equal(t, int64(1), counter(t, tel, reviews, ""), "the token reviewed once, then cached")
+}
+
+// TestNodeIdentityRefusesSenders: a request without a token, with a token
+// for another audience, of another ServiceAccount, or not bound to a Pod is
+// refused whole with a permanent error, counted by reason, and nothing of it
+// passes.
+func TestNodeIdentityRefusesSenders(t *testing.T) {
+	l := newLab(t)
+	p, sink, tel := l.gateway(nil)
+	appPod := l.podOn("default", "app", "app", "node-a")
+	for name, tc := range map[string]struct{ token, reason string }{
+		"without a token":                     {"", "no_token"},
+		"for the API server":                  {l.token("flowtel", "flowtel-node", "https://kubernetes.default.svc.cluster.local", l.pod), "invalid_token"},
+		"garbage":                             {"not-a-token", "invalid_token"},
+		"of an application Pod":               {l.token("default", "app", defaultAudience, appPod), "not_allowed"},
+		"of the node collectors' SA, unbound": {l.token("flowtel", "flowtel-node", defaultAudience, nil), "unbound_token"},
+	} {
+		before := counter(t, tel, refused, tc.reason)
+		err := p.ConsumeLogs(sent(tc.token), logs("node-a", record{"node-a", "node-a"}, record{"node-a", "node-a"}))
+		require.Error(t, err, name)
+		assert.True(t, consumererror.IsPermanent(err), "%s: %v is not permanent", name, err)
+		assert.Equal(t, int64(2), counter(t, tel, refused, tc.reason)-before, "%s: refused records counted %s", name, tc.reason)
+		t.Logf("%s: %v", name, err)
+	}
+	assert.Zero(t, sink.LogRecordCount())
+	assert.Zero(t, counter(t, tel, accepted, ""))
+}
+
+// TestNodeIdentityPodOnAnotherNode: the same ServiceAccount's token from a
+// Pod on node-b speaks for node-b only.
+func TestNodeIdentityPodOnAnotherNode(t *testing.T) {
+	l := newLab(t)
+	p, sink, tel := l.gateway(nil)
+	onB := l.token("flowtel", "flowtel-node", defaultAudience, l.podOn("flowtel", "collector-b", "flowtel-node", "node-b"))
+	require.NoError(t, p.ConsumeLogs(sent(onB), logs("node-b", record{"node-b", "node-b"})))
+	require.NoError(t, p.ConsumeLogs(sent(onB), logs("node-b", record{"node-a", ""})))
+	assert.Equal(t, 1, sink.LogRecordCount())
+	assert.Equal(t, int64(1), counter(t, tel, refused, "other_node"))
+}

@@ -1,0 +1,183 @@
+package nodeidentityprocessor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/processor/nodeidentityprocessor/internal/metadata"
+)
+
+// The reasons of processor_node_identity_records_refused, as metadata.yaml lists them.
+const (
+	refusedNoToken      = "no_token"
+	refusedInvalidToken = "invalid_token"
+	refusedNotAllowed   = "not_allowed"
+	refusedUnbound      = "unbound_token"
+	refusedOtherNode    = "other_node"
+	refusedUndecodable  = "undecodable"
+)
+
+// resourceNodeName is the resource attribute of the reporting Node.
+const resourceNodeName = "k8s.node.name"
+
+// logInterval is the least time between two warnings about refused records.
+const logInterval = 10 * time.Second
+
+type nodeIdentity struct {
+	cfg    *Config
+	logger *zap.Logger
+	tel    *metadata.TelemetryBuilder
+	client clientFunc
+	rev    *reviewer
+
+	logMu   sync.Mutex
+	lastLog time.Time
+}
+
+func newProcessor(set processor.Settings, cfg *Config, client clientFunc) (*nodeIdentity, error) {
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	return &nodeIdentity{cfg: cfg, logger: set.Logger, tel: tel, client: client}, nil
+}
+
+func (p *nodeIdentity) start(context.Context, component.Host) error {
+	c, err := p.client(p.cfg)
+	if err != nil {
+		return err
+	}
+	p.rev = newReviewer(c, p.cfg, p.tel)
+	return nil
+}
+
+func (p *nodeIdentity) shutdown(context.Context) error {
+	p.tel.Shutdown()
+	return nil
+}
+
+// processLogs passes on the records whose Node is the sender's and refuses
+// the others, counted. A request whose sender has no Node (no token, a token
+// the API server refuses, or one not bound to a Pod) is refused as a whole,
+// with a permanent error: sending it again would not change the answer.
+func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	n := int64(ld.LogRecordCount())
+	node, reason, err := p.senderNode(ctx)
+	if err != nil {
+		p.refuse(ctx, n, reason, err)
+		return ld, consumererror.NewPermanent(err)
+	}
+	var accepted int64
+	refused := map[string]int64{}
+	var firstClaim string
+	var rec flowrecord.Record
+	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
+		if v, ok := rl.Resource().Attributes().Get(resourceNodeName); ok && v.Str() != node {
+			k := int64(0)
+			for i := 0; i < rl.ScopeLogs().Len(); i++ {
+				k += int64(rl.ScopeLogs().At(i).LogRecords().Len())
+			}
+			refused[refusedOtherNode] += k
+			firstClaim = cmpOr(firstClaim, v.Str())
+			return true
+		}
+		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				if err := attrcodec.Decode(lr, &rec); err != nil {
+					refused[refusedUndecodable]++
+					return true
+				}
+				if claim := otherNode(&rec, node); claim != "" {
+					refused[refusedOtherNode]++
+					firstClaim = cmpOr(firstClaim, claim)
+					return true
+				}
+				accepted++
+				return false
+			})
+			return sl.LogRecords().Len() == 0
+		})
+		return rl.ScopeLogs().Len() == 0
+	})
+	p.tel.ProcessorNodeIdentityRecordsAccepted.Add(ctx, accepted)
+	for reason, k := range refused {
+		p.refuse(ctx, k, reason, fmt.Errorf("records of Node %s sent by the node collector of Node %s", firstClaim, node))
+	}
+	if accepted == 0 && n > 0 {
+		return ld, processorhelper.ErrSkipProcessingData
+	}
+	return ld, nil
+}
+
+// otherNode returns the Node a record names that is not node: its reporter,
+// or the endpoint on the reporter's side ("" when it names only node).
+func otherNode(r *flowrecord.Record, node string) string {
+	if r.Reporter.NodeName != node {
+		return cmpOr(r.Reporter.NodeName, "(none)")
+	}
+	local := r.Source.NodeName
+	if r.Reporter.Side == flowrecord.SideDestination {
+		local = r.Destination.NodeName
+	}
+	if local != "" && local != node {
+		return local
+	}
+	return ""
+}
+
+// senderNode is the Node of the request's sender, from its bearer token.
+func (p *nodeIdentity) senderNode(ctx context.Context) (node, reason string, err error) {
+	token := bearer(client.FromContext(ctx).Metadata.Get("authorization"))
+	if token == "" {
+		return "", refusedNoToken, errors.New("no bearer token: the gateway takes flow records only from node collectors that send their projected ServiceAccount token (the otlp receiver needs include_metadata: true)")
+	}
+	return p.rev.node(ctx, token)
+}
+
+// bearer is the token of an Authorization header's "Bearer <token>".
+func bearer(values []string) string {
+	for _, v := range values {
+		if scheme, token, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "bearer") {
+			return strings.TrimSpace(token)
+		}
+	}
+	return ""
+}
+
+// refuse counts n refused records and logs it at most once per logInterval.
+func (p *nodeIdentity) refuse(ctx context.Context, n int64, reason string, err error) {
+	p.tel.ProcessorNodeIdentityRecordsRefused.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
+	p.logMu.Lock()
+	now := time.Now()
+	log := now.Sub(p.lastLog) >= logInterval
+	if log {
+		p.lastLog = now
+	}
+	p.logMu.Unlock()
+	if log {
+		p.logger.Warn("flow records refused", zap.String("reason", reason), zap.Int64("records", n), zap.Error(err))
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
