@@ -17,6 +17,7 @@ declare -A want=(
   [protoc]=protobuf-compiler
   [dot]=graphviz
   [prometheus]=prometheus
+  [chromium]=chromium
 )
 
 # kubectl (the deploy tests apply manifests with it) is not a Debian 12 package;

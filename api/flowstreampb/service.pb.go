@@ -170,13 +170,19 @@ func (x *FlowFilter) GetDirection() FlowFilterDirection {
 }
 
 type GetFlowsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Filters       []*FlowFilter          `protobuf:"bytes,1,rep,name=filters,proto3" json:"filters,omitempty"`
-	Since         *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`
-	MaxCount      uint32                 `protobuf:"varint,3,opt,name=max_count,json=maxCount,proto3" json:"max_count,omitempty"`
-	Follow        bool                   `protobuf:"varint,4,opt,name=follow,proto3" json:"follow,omitempty"`
-	ClusterWide   bool                   `protobuf:"varint,5,opt,name=cluster_wide,json=clusterWide,proto3" json:"cluster_wide,omitempty"`
-	Namespaces    []string               `protobuf:"bytes,6,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Filters     []*FlowFilter          `protobuf:"bytes,1,rep,name=filters,proto3" json:"filters,omitempty"`
+	Since       *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`
+	MaxCount    uint32                 `protobuf:"varint,3,opt,name=max_count,json=maxCount,proto3" json:"max_count,omitempty"`
+	Follow      bool                   `protobuf:"varint,4,opt,name=follow,proto3" json:"follow,omitempty"`
+	ClusterWide bool                   `protobuf:"varint,5,opt,name=cluster_wide,json=clusterWide,proto3" json:"cluster_wide,omitempty"`
+	Namespaces  []string               `protobuf:"bytes,6,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	// Continue a stream from a token of an earlier response: the records after
+	// it, those the server no longer holds counted in dropped_count. A token of
+	// another epoch (the server restarted) starts at the oldest record held,
+	// with resume_reset set; a sequence number this server has not reached is
+	// INVALID_ARGUMENT.
+	Resume        *ResumeToken `protobuf:"bytes,7,opt,name=resume,proto3" json:"resume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -253,6 +259,69 @@ func (x *GetFlowsRequest) GetNamespaces() []string {
 	return nil
 }
 
+func (x *GetFlowsRequest) GetResume() *ResumeToken {
+	if x != nil {
+		return x.Resume
+	}
+	return nil
+}
+
+// ResumeToken is a position in a server's stream of records: the epoch names
+// the buffer (a new one each time the server starts), sequence_number the
+// last record accounted for (-1: none yet). Records a stream's filters or
+// scope leave out are accounted for too.
+type ResumeToken struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	StreamEpoch    string                 `protobuf:"bytes,1,opt,name=stream_epoch,json=streamEpoch,proto3" json:"stream_epoch,omitempty"`
+	SequenceNumber int64                  `protobuf:"varint,2,opt,name=sequence_number,json=sequenceNumber,proto3" json:"sequence_number,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ResumeToken) Reset() {
+	*x = ResumeToken{}
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeToken) ProtoMessage() {}
+
+func (x *ResumeToken) ProtoReflect() protoreflect.Message {
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeToken.ProtoReflect.Descriptor instead.
+func (*ResumeToken) Descriptor() ([]byte, []int) {
+	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ResumeToken) GetStreamEpoch() string {
+	if x != nil {
+		return x.StreamEpoch
+	}
+	return ""
+}
+
+func (x *ResumeToken) GetSequenceNumber() int64 {
+	if x != nil {
+		return x.SequenceNumber
+	}
+	return 0
+}
+
 type StreamInfo struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
 	AuthorizedNamespaces []string               `protobuf:"bytes,1,rep,name=authorized_namespaces,json=authorizedNamespaces,proto3" json:"authorized_namespaces,omitempty"`
@@ -263,7 +332,7 @@ type StreamInfo struct {
 
 func (x *StreamInfo) Reset() {
 	*x = StreamInfo{}
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[2]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -275,7 +344,7 @@ func (x *StreamInfo) String() string {
 func (*StreamInfo) ProtoMessage() {}
 
 func (x *StreamInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[2]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -288,7 +357,7 @@ func (x *StreamInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamInfo.ProtoReflect.Descriptor instead.
 func (*StreamInfo) Descriptor() ([]byte, []int) {
-	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{2}
+	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *StreamInfo) GetAuthorizedNamespaces() []string {
@@ -306,17 +375,26 @@ func (x *StreamInfo) GetClusterWide() bool {
 }
 
 type GetFlowsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Flows         []*Flow                `protobuf:"bytes,1,rep,name=flows,proto3" json:"flows,omitempty"`
-	DroppedCount  uint64                 `protobuf:"varint,2,opt,name=dropped_count,json=droppedCount,proto3" json:"dropped_count,omitempty"`
-	Info          *StreamInfo            `protobuf:"bytes,3,opt,name=info,proto3" json:"info,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Flows        []*Flow                `protobuf:"bytes,1,rep,name=flows,proto3" json:"flows,omitempty"`
+	DroppedCount uint64                 `protobuf:"varint,2,opt,name=dropped_count,json=droppedCount,proto3" json:"dropped_count,omitempty"`
+	// Where this response leaves the stream; every response carries one.
+	ResumeToken *ResumeToken `protobuf:"bytes,3,opt,name=resume_token,json=resumeToken,proto3" json:"resume_token,omitempty"`
+	// Set on the first response of a stream that asked to resume from another
+	// epoch: records between the token and the oldest one held may be lost,
+	// how many is unknown (dropped_count does not count them).
+	ResumeReset bool `protobuf:"varint,4,opt,name=resume_reset,json=resumeReset,proto3" json:"resume_reset,omitempty"`
+	// flowtel's own field (Antrea's clients skip it), on a number far from
+	// Antrea's, which count up from 1: the scope the stream was authorized
+	// for, on the first response.
+	Info          *StreamInfo `protobuf:"bytes,100,opt,name=info,proto3" json:"info,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetFlowsResponse) Reset() {
 	*x = GetFlowsResponse{}
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[3]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -328,7 +406,7 @@ func (x *GetFlowsResponse) String() string {
 func (*GetFlowsResponse) ProtoMessage() {}
 
 func (x *GetFlowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[3]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -341,7 +419,7 @@ func (x *GetFlowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFlowsResponse.ProtoReflect.Descriptor instead.
 func (*GetFlowsResponse) Descriptor() ([]byte, []int) {
-	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{3}
+	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetFlowsResponse) GetFlows() []*Flow {
@@ -356,6 +434,20 @@ func (x *GetFlowsResponse) GetDroppedCount() uint64 {
 		return x.DroppedCount
 	}
 	return 0
+}
+
+func (x *GetFlowsResponse) GetResumeToken() *ResumeToken {
+	if x != nil {
+		return x.ResumeToken
+	}
+	return nil
+}
+
+func (x *GetFlowsResponse) GetResumeReset() bool {
+	if x != nil {
+		return x.ResumeReset
+	}
+	return false
 }
 
 func (x *GetFlowsResponse) GetInfo() *StreamInfo {
@@ -374,7 +466,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[4]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -386,7 +478,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[4]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -399,7 +491,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{4}
+	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ExportRequest) GetFlows() []*Flow {
@@ -417,7 +509,7 @@ type ExportResponse struct {
 
 func (x *ExportResponse) Reset() {
 	*x = ExportResponse{}
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[5]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -429,7 +521,7 @@ func (x *ExportResponse) String() string {
 func (*ExportResponse) ProtoMessage() {}
 
 func (x *ExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[5]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -442,7 +534,7 @@ func (x *ExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
 func (*ExportResponse) Descriptor() ([]byte, []int) {
-	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{5}
+	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{6}
 }
 
 var File_flowstream_v1alpha1_service_proto protoreflect.FileDescriptor
@@ -461,7 +553,7 @@ const file_flowstream_v1alpha1_service_proto_rawDesc = "" +
 	"\n" +
 	"flow_types\x18\x05 \x03(\x0e21.antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowTypeR\tflowTypes\x12\x10\n" +
 	"\x03ips\x18\x06 \x03(\tR\x03ips\x12Z\n" +
-	"\tdirection\x18\a \x01(\x0e2<.antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilterDirectionR\tdirection\"\x8a\x02\n" +
+	"\tdirection\x18\a \x01(\x0e2<.antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilterDirectionR\tdirection\"\xd8\x02\n" +
 	"\x0fGetFlowsRequest\x12M\n" +
 	"\afilters\x18\x01 \x03(\v23.antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilterR\afilters\x120\n" +
 	"\x05since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x1b\n" +
@@ -470,15 +562,21 @@ const file_flowstream_v1alpha1_service_proto_rawDesc = "" +
 	"\fcluster_wide\x18\x05 \x01(\bR\vclusterWide\x12\x1e\n" +
 	"\n" +
 	"namespaces\x18\x06 \x03(\tR\n" +
-	"namespaces\"d\n" +
+	"namespaces\x12L\n" +
+	"\x06resume\x18\a \x01(\v24.antrea_io.antrea.pkg.apis.flow.v1alpha1.ResumeTokenR\x06resume\"Y\n" +
+	"\vResumeToken\x12!\n" +
+	"\fstream_epoch\x18\x01 \x01(\tR\vstreamEpoch\x12'\n" +
+	"\x0fsequence_number\x18\x02 \x01(\x03R\x0esequenceNumber\"d\n" +
 	"\n" +
 	"StreamInfo\x123\n" +
 	"\x15authorized_namespaces\x18\x01 \x03(\tR\x14authorizedNamespaces\x12!\n" +
-	"\fcluster_wide\x18\x02 \x01(\bR\vclusterWide\"\xc5\x01\n" +
+	"\fcluster_wide\x18\x02 \x01(\bR\vclusterWide\"\xc1\x02\n" +
 	"\x10GetFlowsResponse\x12C\n" +
 	"\x05flows\x18\x01 \x03(\v2-.antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowR\x05flows\x12#\n" +
-	"\rdropped_count\x18\x02 \x01(\x04R\fdroppedCount\x12G\n" +
-	"\x04info\x18\x03 \x01(\v23.antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfoR\x04info\"T\n" +
+	"\rdropped_count\x18\x02 \x01(\x04R\fdroppedCount\x12W\n" +
+	"\fresume_token\x18\x03 \x01(\v24.antrea_io.antrea.pkg.apis.flow.v1alpha1.ResumeTokenR\vresumeToken\x12!\n" +
+	"\fresume_reset\x18\x04 \x01(\bR\vresumeReset\x12G\n" +
+	"\x04info\x18d \x01(\v23.antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfoR\x04info\"T\n" +
 	"\rExportRequest\x12C\n" +
 	"\x05flows\x18\x01 \x03(\v2-.antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowR\x05flows\"\x10\n" +
 	"\x0eExportResponse*s\n" +
@@ -504,36 +602,39 @@ func file_flowstream_v1alpha1_service_proto_rawDescGZIP() []byte {
 }
 
 var file_flowstream_v1alpha1_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowstream_v1alpha1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_flowstream_v1alpha1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_flowstream_v1alpha1_service_proto_goTypes = []any{
 	(FlowFilterDirection)(0),      // 0: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilterDirection
 	(*FlowFilter)(nil),            // 1: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter
 	(*GetFlowsRequest)(nil),       // 2: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest
-	(*StreamInfo)(nil),            // 3: antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfo
-	(*GetFlowsResponse)(nil),      // 4: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse
-	(*ExportRequest)(nil),         // 5: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest
-	(*ExportResponse)(nil),        // 6: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportResponse
-	(FlowType)(0),                 // 7: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
-	(*Flow)(nil),                  // 9: antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
+	(*ResumeToken)(nil),           // 3: antrea_io.antrea.pkg.apis.flow.v1alpha1.ResumeToken
+	(*StreamInfo)(nil),            // 4: antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfo
+	(*GetFlowsResponse)(nil),      // 5: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse
+	(*ExportRequest)(nil),         // 6: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest
+	(*ExportResponse)(nil),        // 7: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportResponse
+	(FlowType)(0),                 // 8: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*Flow)(nil),                  // 10: antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
 }
 var file_flowstream_v1alpha1_service_proto_depIdxs = []int32{
-	7, // 0: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter.flow_types:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
-	0, // 1: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter.direction:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilterDirection
-	1, // 2: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.filters:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter
-	8, // 3: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.since:type_name -> google.protobuf.Timestamp
-	9, // 4: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.flows:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
-	3, // 5: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.info:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfo
-	9, // 6: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest.flows:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
-	2, // 7: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:input_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest
-	5, // 8: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService.Export:input_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest
-	4, // 9: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:output_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse
-	6, // 10: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService.Export:output_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportResponse
-	9, // [9:11] is the sub-list for method output_type
-	7, // [7:9] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	8,  // 0: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter.flow_types:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
+	0,  // 1: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter.direction:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilterDirection
+	1,  // 2: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.filters:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter
+	9,  // 3: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.since:type_name -> google.protobuf.Timestamp
+	3,  // 4: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.resume:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ResumeToken
+	10, // 5: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.flows:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
+	3,  // 6: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.resume_token:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ResumeToken
+	4,  // 7: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.info:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfo
+	10, // 8: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest.flows:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
+	2,  // 9: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:input_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest
+	6,  // 10: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService.Export:input_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest
+	5,  // 11: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:output_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse
+	7,  // 12: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService.Export:output_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportResponse
+	11, // [11:13] is the sub-list for method output_type
+	9,  // [9:11] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_flowstream_v1alpha1_service_proto_init() }
@@ -548,7 +649,7 @@ func file_flowstream_v1alpha1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowstream_v1alpha1_service_proto_rawDesc), len(file_flowstream_v1alpha1_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -10,8 +10,10 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	grpcmd "google.golang.org/grpc/metadata"
@@ -113,7 +115,11 @@ func (c *connFlags) dial(ctx context.Context) (*session, error) {
 	if tc.ServerName == "" {
 		tc.ServerName, _, _ = net.SplitHostPort(s.target)
 	}
-	s.conn, err = grpc.NewClient(s.target, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
+	s.conn, err = grpc.NewClient(s.target, grpc.WithTransportCredentials(credentials.NewTLS(tc)),
+		// A following stream reconnects by itself (reader.run): the
+		// connection's own backoff must not outlast the reader's.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+			BaseDelay: firstRetry, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxRetry}, MinConnectTimeout: 5 * time.Second}))
 	if err != nil {
 		return nil, fmt.Errorf("--server %q: %w", s.target, err)
 	}

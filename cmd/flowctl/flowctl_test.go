@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter"
@@ -44,13 +46,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type env struct {
 	cp   *controlplane.ControlPlane
+	cfg  component.Config
 	exp  exporter.Logs
 	addr string
 }
 
 // startEnv runs a real API server and a flow_stream exporter, built from its
 // factory as a collector would.
-func startEnv(t *testing.T) *env {
+func startEnv(t *testing.T) *env { return startEnvWith(t, nil) }
+
+// startEnvWith is startEnv with more of the exporter's settings.
+func startEnvWith(t *testing.T, settings map[string]any) *env {
 	t.Helper()
 	cp := controlplane.Start(t)
 	cp.ApplyClusterRoles(t, filepath.Join("..", "..", "deploy", "kubernetes", "components", "flow-stream", "clusterroles.yaml"))
@@ -61,16 +67,34 @@ func startEnv(t *testing.T) *env {
 	certFile, keyFile := cp.ServingCertificate(t)
 	f := flowstreamexporter.NewFactory()
 	cfg := f.CreateDefaultConfig()
-	require.NoError(t, confmap.NewFromStringMap(map[string]any{
+	m := map[string]any{
 		"endpoint":   addr,
 		"tls":        map[string]any{"cert_file": certFile, "key_file": keyFile},
 		"kubernetes": map[string]any{"auth_type": "kubeConfig", "kubeconfig": cp.DelegatingServiceAccount(t, "flowtel", "gateway", true)},
-	}).Unmarshal(cfg))
-	exp, err := f.CreateLogs(context.Background(), exportertest.NewNopSettings(f.Type()), cfg)
+	}
+	maps.Copy(m, settings)
+	require.NoError(t, confmap.NewFromStringMap(m).Unmarshal(cfg))
+	e := &env{cp: cp, cfg: cfg, addr: addr}
+	e.start(t)
+	return e
+}
+
+func (e *env) start(t *testing.T) {
+	t.Helper()
+	f := flowstreamexporter.NewFactory()
+	exp, err := f.CreateLogs(context.Background(), exportertest.NewNopSettings(f.Type()), e.cfg)
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
-	return &env{cp: cp, exp: exp, addr: addr}
+	e.exp = exp
+}
+
+// restart shuts the exporter down and starts it again on the same endpoint,
+// as a gateway restarts: its buffer empty, in a new epoch.
+func (e *env) restart(t *testing.T) {
+	t.Helper()
+	require.NoError(t, e.exp.Shutdown(context.Background()))
+	e.start(t)
 }
 
 func (e *env) push(t *testing.T, recs ...*flowrecord.Record) {

@@ -7,6 +7,7 @@
 //	flowctl metrics --url http://127.0.0.1:8888/metrics
 //	flowctl map --cluster-wide -o map.svg
 //	flowctl map --clickhouse http://127.0.0.1:8123 -o map.svg
+//	flowctl ui --listen 127.0.0.1:8080
 package main
 
 import (
@@ -25,6 +26,7 @@ Commands:
   records   print the flow records the gateway holds, filtered by 5-tuple
   metrics   print a collector's record counters (received, exported, dropped, pending)
   map       draw who talks to whom (flow stream or ClickHouse) as Graphviz DOT, SVG or PNG
+  ui        serve a live web view (map and flows table) of the flow stream on this machine
 
 Run "flowctl <command> -h" for its flags.
 `
@@ -51,6 +53,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = metrics(ctx, args[1:], stdout, stderr)
 	case "map":
 		err = mapCommand(ctx, args[1:], stdout, stderr)
+	case "ui":
+		err = uiCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

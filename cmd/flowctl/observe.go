@@ -155,7 +155,8 @@ func observe(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	var tail []*pb.Flow
-	err = stream(ctx, sess, req, stderr, func(flows []*pb.Flow) error {
+	r := &reader{sess: sess, req: req, stderr: stderr, gap: out.gap}
+	err = r.run(ctx, func(flows []*pb.Flow) error {
 		if last > 0 {
 			tail = append(tail, flows...)
 			if extra := len(tail) - int(last); extra > 0 {
@@ -183,35 +184,4 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("--since: %q is neither a duration (5m) nor an RFC 3339 time", s)
 	}
 	return t, nil
-}
-
-// stream opens the stream and hands each batch to each; lost records are
-// reported on stderr.
-func stream(ctx context.Context, sess *session, req *pb.GetFlowsRequest, stderr io.Writer, each func([]*pb.Flow) error) error {
-	s, err := pb.NewFlowStreamServiceClient(sess.conn).GetFlows(sess.context(ctx), req)
-	if err != nil {
-		return explain(err, sess.target)
-	}
-	var dropped uint64
-	for {
-		resp, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil // interrupted
-			}
-			return explain(err, sess.target)
-		}
-		if resp.DroppedCount > dropped {
-			fmt.Fprintf(stderr, "flowctl: %d flows lost: the stream fell behind the gateway's buffer\n", resp.DroppedCount-dropped)
-			dropped = resp.DroppedCount
-		}
-		if len(resp.Flows) > 0 {
-			if err := each(resp.Flows); err != nil {
-				return err
-			}
-		}
-	}
 }

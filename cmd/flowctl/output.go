@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -86,6 +87,27 @@ func (p *printer) print(flows []*pb.Flow) error {
 }
 
 func (p *printer) flush() error { return p.tw.Flush() }
+
+// gap prints a gap in the stream among the flows, in json and jsonl, as an
+// object with the single key "gap" (a Flow has no such field), so a reader of
+// the output learns of it where it happened. The table has it on stderr only.
+func (p *printer) gap(g gap) error {
+	var b []byte
+	var err error
+	switch p.format {
+	case "json":
+		b, err = json.MarshalIndent(map[string]gap{"gap": g}, "", "  ")
+	case "jsonl":
+		b, err = json.Marshal(map[string]gap{"gap": g})
+	default:
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(p.w, "%s\n", b)
+	return err
+}
 
 // endpoint renders ns/pod (ip:port), marking a withheld identity.
 func endpoint(ip []byte, port uint32, ns, pod string, d pb.EndpointDisclosure) string {

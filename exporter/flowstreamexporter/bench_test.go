@@ -45,7 +45,7 @@ func BenchmarkRingFollowers(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_ = serve(ctx, r, q, &viewer{scope: q.scope}, time.Minute, func(resp *pb.GetFlowsResponse, d uint64) error {
+					_ = serve(ctx, r, q, &viewer{scope: q.scope}, time.Minute, r.oldest(), func(resp *pb.GetFlowsResponse, d uint64) error {
 						mu.Lock()
 						sent += uint64(len(resp.Flows))
 						dropped += d
@@ -92,7 +92,7 @@ func BenchmarkStreamMemory(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				started <- struct{}{}
-				_ = serve(ctx, r, q, &viewer{scope: q.scope}, time.Minute, func(*pb.GetFlowsResponse, uint64) error { return nil })
+				_ = serve(ctx, r, q, &viewer{scope: q.scope}, time.Minute, r.oldest(), func(*pb.GetFlowsResponse, uint64) error { return nil })
 			}()
 		}
 		for range streams {

@@ -34,6 +34,7 @@ type query struct {
 	since    time.Time
 	maxCount uint64
 	filters  []filter
+	resume   *pb.ResumeToken // nil: from the oldest record held
 }
 
 type filter struct {
@@ -80,6 +81,15 @@ func parseRequest(req *pb.GetFlowsRequest) (*query, error) {
 			return nil, err
 		}
 		q.filters = append(q.filters, pf)
+	}
+	if tok := req.GetResume(); tok != nil {
+		if tok.GetStreamEpoch() == "" {
+			return nil, invalid("resume.stream_epoch", "must not be empty; send the resume_token of a response unchanged")
+		}
+		if tok.GetSequenceNumber() < -1 {
+			return nil, invalid("resume.sequence_number", "must be -1 or more (got %d)", tok.GetSequenceNumber())
+		}
+		q.resume = tok
 	}
 	return q, nil
 }

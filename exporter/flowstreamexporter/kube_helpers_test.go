@@ -47,6 +47,7 @@ import (
 // the deploy manifests bind the gateway's.
 type cluster struct {
 	cp   *controlplane.ControlPlane
+	cfg  *Config
 	exp  exporter.Logs
 	addr string
 	// proxy, when set, stands between the exporter and the API server.
@@ -69,7 +70,6 @@ func startCluster(t *testing.T, opts ...clusterOption) *cluster {
 // extension-apiserver-authentication-reader Role.
 func (c *cluster) startExporter(t *testing.T, canReadClientCA bool, opts ...clusterOption) {
 	t.Helper()
-	ctx := context.Background()
 	name := "gateway"
 	if !canReadClientCA {
 		name = "gateway-no-ca"
@@ -96,12 +96,8 @@ func (c *cluster) startExporter(t *testing.T, canReadClientCA bool, opts ...clus
 		o(cfg)
 	}
 	require.NoError(t, cfg.Validate())
-	set := exportertest.NewNopSettings(metadata.Type)
-	exp, err := createLogs(ctx, set, cfg)
-	require.NoError(t, err)
-	require.NoError(t, exp.Start(ctx, componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
-	c.exp = exp
+	c.cfg = cfg
+	c.run(t)
 	if canReadClientCA {
 		// Wait until the client CA bundle is loaded.
 		cert := c.cp.ClientCertificate(t, "probe")
@@ -110,6 +106,24 @@ func (c *cluster) startExporter(t *testing.T, canReadClientCA bool, opts ...clus
 			return status.Code(err) != codes.Unavailable
 		}, 30*time.Second, 100*time.Millisecond)
 	}
+}
+
+// run starts an exporter from c.cfg.
+func (c *cluster) run(t *testing.T) {
+	t.Helper()
+	exp, err := createLogs(context.Background(), exportertest.NewNopSettings(metadata.Type), c.cfg)
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+	c.exp = exp
+}
+
+// restart shuts the exporter down and starts a new one on the same
+// endpoint, as a gateway restart does: a new ring, empty, in a new epoch.
+func (c *cluster) restart(t *testing.T) {
+	t.Helper()
+	require.NoError(t, c.exp.Shutdown(context.Background()))
+	c.run(t)
 }
 
 // credential is how a test client authenticates.

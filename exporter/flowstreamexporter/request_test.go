@@ -35,6 +35,8 @@ func TestParseRequestInvalid(t *testing.T) {
 		{"bad direction", &pb.GetFlowsRequest{Namespaces: ns, Filters: []*pb.FlowFilter{{Direction: 7}}}, "filters[0].direction: unknown value (got 7)"},
 		{"qualified service", &pb.GetFlowsRequest{Namespaces: ns, Filters: []*pb.FlowFilter{{ServiceNames: []string{"ns-a/api"}}}}, "filters[0].service_names[0]: must be a bare Service name"},
 		{"bad since", &pb.GetFlowsRequest{Namespaces: ns, Since: &timestamppb.Timestamp{Nanos: -1}}, "since: "},
+		{"resume without epoch", &pb.GetFlowsRequest{Namespaces: ns, Resume: &pb.ResumeToken{SequenceNumber: 3}}, "resume.stream_epoch: must not be empty"},
+		{"resume before the first record", &pb.GetFlowsRequest{Namespaces: ns, Resume: &pb.ResumeToken{StreamEpoch: "e", SequenceNumber: -2}}, "resume.sequence_number: must be -1 or more (got -2)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,7 +99,7 @@ func collect(t *testing.T, r *ring, req *pb.GetFlowsRequest) ([]*pb.GetFlowsResp
 	q, err := parseRequest(req)
 	require.NoError(t, err)
 	var out []*pb.GetFlowsResponse
-	err = serve(context.Background(), r, q, &viewer{scope: q.scope}, time.Minute, func(resp *pb.GetFlowsResponse, _ uint64) error {
+	err = serve(context.Background(), r, q, &viewer{scope: q.scope}, time.Minute, r.oldest(), func(resp *pb.GetFlowsResponse, _ uint64) error {
 		out = append(out, resp)
 		return nil
 	})
@@ -157,7 +159,7 @@ func TestServeFollow(t *testing.T) {
 	got := make(chan *pb.GetFlowsResponse, 10)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, r, q, &viewer{scope: q.scope}, time.Minute, func(resp *pb.GetFlowsResponse, _ uint64) error {
+		done <- serve(ctx, r, q, &viewer{scope: q.scope}, time.Minute, r.oldest(), func(resp *pb.GetFlowsResponse, _ uint64) error {
 			got <- resp
 			return nil
 		})
@@ -174,7 +176,7 @@ func TestServeFollow(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	go func() {
-		done <- serve(ctx2, r, q, &viewer{scope: q.scope}, time.Minute, func(*pb.GetFlowsResponse, uint64) error { return nil })
+		done <- serve(ctx2, r, q, &viewer{scope: q.scope}, time.Minute, r.oldest(), func(*pb.GetFlowsResponse, uint64) error { return nil })
 	}()
 	r.close()
 	require.NoError(t, <-done)
@@ -189,7 +191,7 @@ func TestServeSlowReaderIsToldWhatItLost(t *testing.T) {
 	unblock := make(chan struct{})
 	got := make(chan *pb.GetFlowsResponse, 100)
 	go func() {
-		_ = serve(ctx, r, q, &viewer{scope: q.scope}, time.Minute, func(resp *pb.GetFlowsResponse, _ uint64) error {
+		_ = serve(ctx, r, q, &viewer{scope: q.scope}, time.Minute, r.oldest(), func(resp *pb.GetFlowsResponse, _ uint64) error {
 			got <- resp
 			<-unblock // the client is slow
 			return nil

@@ -20,6 +20,7 @@ type entry struct {
 // more than the capacity behind loses the oldest records and is told how
 // many.
 type ring struct {
+	epoch  string // names this ring's sequence numbers (resume tokens)
 	mu     sync.RWMutex
 	slots  []entry
 	next   uint64        // sequence number of the next record written
@@ -28,7 +29,18 @@ type ring struct {
 }
 
 func newRing(size int) *ring {
-	return &ring{slots: make([]entry, size), wake: make(chan struct{})}
+	return &ring{epoch: newEpoch(), slots: make([]entry, size), wake: make(chan struct{})}
+}
+
+// capacity is how many records the ring holds.
+func (r *ring) capacity() uint64 { return uint64(len(r.slots)) }
+
+// written is how many records the ring has ever been given: the sequence
+// number of the next one.
+func (r *ring) written() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.next
 }
 
 // push writes a batch and wakes the readers waiting for it.

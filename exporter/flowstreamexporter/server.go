@@ -96,15 +96,21 @@ func (s *service) GetFlows(req *pb.GetFlowsRequest, stream pb.FlowStreamService_
 	s.tel.ExporterFlowStreamStreams.Add(ctx, 1)
 	defer s.tel.ExporterFlowStreamStreams.Add(context.WithoutCancel(ctx), -1)
 
+	from, reset, err := s.ring.start(q.resume)
+	if err != nil {
+		return s.reject(ctx, err)
+	}
 	info := &pb.StreamInfo{ClusterWide: q.scope.clusterWide}
 	if !q.scope.clusterWide {
 		info.AuthorizedNamespaces = []string{q.scope.namespace}
 	}
-	if err := stream.Send(&pb.GetFlowsResponse{Info: info}); err != nil {
+	// The first response says the stream is live, where it starts and
+	// whether a resume fell back to the oldest record.
+	if err := stream.Send(&pb.GetFlowsResponse{Info: info, ResumeToken: s.ring.token(from), ResumeReset: reset}); err != nil {
 		return err
 	}
 	v := &viewer{access: s.access, user: u, scope: q.scope, verb: verb}
-	err = serve(ctx, s.ring, q, v, s.recheck, func(resp *pb.GetFlowsResponse, dropped uint64) error {
+	err = serve(ctx, s.ring, q, v, s.recheck, from, func(resp *pb.GetFlowsResponse, dropped uint64) error {
 		if dropped > 0 {
 			s.tel.ExporterFlowStreamRecordsDropped.Add(ctx, int64(dropped))
 		}

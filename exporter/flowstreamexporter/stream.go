@@ -60,13 +60,17 @@ func (v *viewer) view(ctx context.Context, q *query, e entry) *pb.Flow {
 	return toFlow(rr, src, dst)
 }
 
-// serve streams the ring from its oldest record: everything held, then with
-// follow every new record, until max_count, the client leaves, the ring
-// closes or a re-check denies the scope. send gets each response and the
-// records dropped since the previous one.
-func serve(ctx context.Context, r *ring, q *query, v *viewer, recheck time.Duration, send func(*pb.GetFlowsResponse, uint64) error) error {
-	cursor := r.oldest()
+// serve streams the ring from cursor on: everything held, then with follow
+// every new record, until max_count, the client leaves, the ring closes or a
+// re-check denies the scope. send gets each response and the records dropped
+// since the previous one. Every response carries the resume token of the
+// records it accounts for; a stream whose filters pass over half a ring of
+// records without sending one sends the token alone, so a client that
+// reconnects is not told of a gap made of records it would not have seen.
+func serve(ctx context.Context, r *ring, q *query, v *viewer, recheck time.Duration, cursor uint64, send func(*pb.GetFlowsResponse, uint64) error) error {
 	var dropped, sent uint64
+	told := cursor // what the client's latest token accounts for
+	progress := max(r.capacity()/2, 1)
 	buf := make([]entry, 0, batchSize)
 	var tick <-chan time.Time
 	if q.follow {
@@ -79,23 +83,28 @@ func serve(ctx context.Context, r *ring, q *query, v *viewer, recheck time.Durat
 		var wake <-chan struct{}
 		var closed bool
 		buf, cursor, d, wake, closed = r.read(cursor, batchSize, buf[:0])
+		first := cursor - uint64(len(buf))
+		accounted := cursor
 		resp := &pb.GetFlowsResponse{}
-		for _, e := range buf {
+		for i, e := range buf {
 			if f := v.view(ctx, q, e); f != nil {
 				resp.Flows = append(resp.Flows, f)
 				sent++
 				if q.maxCount > 0 && sent == q.maxCount {
+					accounted = first + uint64(i) + 1
 					break
 				}
 			}
 		}
 		clear(buf) // do not pin records the ring has let go
 		dropped += d
-		if len(resp.Flows) > 0 || d > 0 {
+		if len(resp.Flows) > 0 || d > 0 || accounted-told >= progress {
 			resp.DroppedCount = dropped
+			resp.ResumeToken = r.token(accounted)
 			if err := send(resp, d); err != nil {
 				return err
 			}
+			told = accounted
 		}
 		switch {
 		case q.maxCount > 0 && sent >= q.maxCount:

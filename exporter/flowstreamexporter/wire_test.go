@@ -34,6 +34,13 @@ func TestWireRequestFieldNumbers(t *testing.T) {
 	filter = protowire.AppendVarint(filter, 2)
 	b = protowire.AppendTag(b, 1, protowire.BytesType) // filters
 	b = protowire.AppendBytes(b, filter)
+	var tok []byte
+	tok = protowire.AppendTag(tok, 1, protowire.BytesType) // stream_epoch
+	tok = protowire.AppendString(tok, "epoch-1")
+	tok = protowire.AppendTag(tok, 2, protowire.VarintType) // sequence_number (int64: -1 is ten bytes)
+	tok = protowire.AppendVarint(tok, 1<<64-1)
+	b = protowire.AppendTag(b, 7, protowire.BytesType) // resume
+	b = protowire.AppendBytes(b, tok)
 	var req pb.GetFlowsRequest
 	require.NoError(t, proto.Unmarshal(b, &req))
 	require.Equal(t, uint32(42), req.MaxCount)
@@ -42,11 +49,15 @@ func TestWireRequestFieldNumbers(t *testing.T) {
 	require.Equal(t, []string{"ns-a"}, req.Namespaces)
 	require.Equal(t, "app=web", req.Filters[0].PodLabelSelector)
 	require.Equal(t, pb.FlowFilterDirection_FLOW_FILTER_DIRECTION_TO, req.Filters[0].Direction)
+	require.Equal(t, "epoch-1", req.Resume.StreamEpoch)
+	require.Equal(t, int64(-1), req.Resume.SequenceNumber)
 }
 
 func TestWireResponseFieldNumbers(t *testing.T) {
 	resp := &pb.GetFlowsResponse{
 		DroppedCount: 9,
+		ResumeToken:  &pb.ResumeToken{StreamEpoch: "e", SequenceNumber: 300},
+		ResumeReset:  true,
 		Info:         &pb.StreamInfo{AuthorizedNamespaces: []string{"ns-a"}},
 		Flows:        []*pb.Flow{{K8S: &pb.Kubernetes{SourceDisclosure: pb.EndpointDisclosure_ENDPOINT_DISCLOSURE_IDENTITY, DestinationDisclosure: pb.EndpointDisclosure_ENDPOINT_DISCLOSURE_FLOW}}},
 	}
@@ -61,15 +72,24 @@ func TestWireResponseFieldNumbers(t *testing.T) {
 		b = b[l:]
 	}
 	require.Equal(t, []byte{9}, fields[2], "dropped_count = 2")
-	info, _ := protowire.ConsumeBytes(fields[3]) // info = 3: StreamInfo{authorized_namespaces = 1}
+	// resume_token = 3: ResumeToken{stream_epoch = 1, sequence_number = 2}, where
+	// Antrea's clients read it.
+	tok, _ := protowire.ConsumeBytes(fields[3])
+	want := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "e")
+	want = protowire.AppendVarint(protowire.AppendTag(want, 2, protowire.VarintType), 300)
+	require.Equal(t, want, tok)
+	require.Equal(t, []byte{1}, fields[4], "resume_reset = 4")
+	// info = 100 (flowtel's own): StreamInfo{authorized_namespaces = 1}.
+	info, _ := protowire.ConsumeBytes(fields[100])
 	require.Equal(t, protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "ns-a"), info)
+	require.Len(t, fields, 5, "flows, dropped_count, resume_token, resume_reset, info")
 	// flows = 1: Flow{k8s = 8: Kubernetes{source_disclosure = 36, destination_disclosure = 37}}.
 	flow, _ := protowire.ConsumeBytes(fields[1])
 	k8s := protowire.AppendTag(nil, 36, protowire.VarintType)
 	k8s = protowire.AppendVarint(k8s, 1)
 	k8s = protowire.AppendTag(k8s, 37, protowire.VarintType)
 	k8s = protowire.AppendVarint(k8s, 2)
-	want := protowire.AppendTag(nil, 8, protowire.BytesType)
+	want = protowire.AppendTag(nil, 8, protowire.BytesType)
 	want = protowire.AppendBytes(want, k8s)
 	require.Equal(t, want, flow)
 }
