@@ -134,6 +134,9 @@ func (e *flowsExporter) verifyTable(ctx context.Context) error {
 		if err := e.verifyCluster(ctx, d, missing); err != nil {
 			return err
 		}
+		if e.cfg.Cluster != "" {
+			e.warnShardingKey(engine)
+		}
 	} else if len(missing) > 0 {
 		return fmt.Errorf("table: %s lacks column(s) %s that this exporter writes; add them with: %s",
 			e.table, columnList(missing), flowtable.AlterAddColumns(e.cfg.Database, e.cfg.Table, missing))
