@@ -15,6 +15,39 @@ import (
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 )
 
+// clusterSchemaComplete reports whether this server has the whole clustered
+// schema already (the tables, the views when configured, every column), so
+// that a start skips the ON CLUSTER statements, which wait for every server
+// of the cluster: a gateway restarting while a ClickHouse server is down
+// then starts.
+func (e *flowsExporter) clusterSchemaComplete(ctx context.Context) (bool, error) {
+	local := e.cfg.Table + flowtable.LocalSuffix
+	want := []string{local, e.cfg.Table}
+	if e.cfg.TheiaViews {
+		for _, v := range flowtable.Views {
+			want = append(want, v.Table, v.Name+flowtable.LocalSuffix, v.Name)
+		}
+	}
+	q := fmt.Sprintf("SELECT count() FROM system.tables WHERE database = '%s' AND name IN ('%s')", e.cfg.Database, strings.Join(want, "', '"))
+	var n uint64
+	if err := e.conn.QueryRow(ctx, q).Scan(&n); err != nil {
+		return false, fmt.Errorf("table: cannot read system.tables (%w); let the user read it", err)
+	}
+	if n != uint64(len(want)) {
+		return false, nil
+	}
+	for _, table := range []string{local, e.cfg.Table} {
+		types, err := e.columns(ctx, e.cfg.Database, table)
+		if err != nil {
+			return false, err
+		}
+		if len(flowtable.Missing(has(types))) > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // createClusterSchema creates the clustered schema ON CLUSTER when missing
 // (the database, the replicated local table, the Distributed table), and
 // adds the columns an existing one lacks, to the local table first.

@@ -25,15 +25,18 @@ import (
 const testCluster = "flows_cluster"
 
 // TestCluster runs the clustered schema's tests on one cluster of 2 shards
-// x 2 replicas (and one ZooKeeper), each subtest in a database of its own;
-// the one that stops servers runs last.
+// x 2 replicas (and one ZooKeeper), each subtest in a database of its own.
+// The one that stops servers runs first, while the servers hold the fewest
+// tables: a restarted server loads every replicated table from ZooKeeper
+// before it listens.
 func TestCluster(t *testing.T) {
 	c := chserver.StartCluster(t, chserver.ClusterOptions{Name: testCluster, Shards: 2, Replicas: 2})
+	t.Run("ServersDown", func(t *testing.T) { testClusterServersDown(t, c) })
 	t.Run("SchemaFromNothing", func(t *testing.T) { testClusterSchemaFromNothing(t, c) })
 	t.Run("TheiaSchema", func(t *testing.T) { testClusterTheiaSchema(t, c) })
 	t.Run("OlderFlowtelSchema", func(t *testing.T) { testClusterOlderFlowtelSchema(t, c) })
+	t.Run("NotDistributed", func(t *testing.T) { testClusterNotDistributed(t, c) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { testClusterConcurrentWriters(t, c) })
-	t.Run("ServersDown", func(t *testing.T) { testClusterServersDown(t, c) })
 }
 
 // clusterConfig is testConfig on srv with the cluster set.
@@ -313,30 +316,51 @@ func testClusterServersDown(t *testing.T, c *chserver.Cluster) {
 	exp, tt := startExporter(t, cfg)
 
 	sent, stop := make(chan int), make(chan struct{})
-	go func() { sent <- streamConnections(t, exp, 1, 0, 50, 100*time.Millisecond, stop) }()
+	go func() { sent <- streamConnections(t, exp, 1, 0, 20, 100*time.Millisecond, stop) }()
 	written := func() int64 { return metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_written", "") }
 	failed := func() int64 { return metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_insert_failed", "") }
 	shard2 := c.Servers[1]
 	waitFor(t, 20*time.Second, "rows written", func() bool { return written() > 0 })
+	t.Log("stopping a replica of shard 2")
 	shard2[0].Stop() // a replica: its shard's rows go to the other one
+	// A gateway replica starting meanwhile finds the schema in place and
+	// runs no ON CLUSTER statement, which would wait for the stopped server.
+	began := time.Now()
+	startExporter(t, clusterConfig(c.Servers[0][1], "outage"))
+	if d := time.Since(began); d > 20*time.Second {
+		t.Errorf("an exporter took %s to start with a server down", d)
+	}
 	before := written()
-	waitFor(t, 20*time.Second, "rows written without a replica", func() bool { return written() > before+500 })
+	waitFor(t, 20*time.Second, "rows written without a replica", func() bool { return written() > before+200 })
+	t.Log("restarting it, stopping shard 2")
 	shard2[0].Restart()
 	shard2[0].Stop() // the whole shard: inserts fail until it is back
 	shard2[1].Stop()
 	waitFor(t, 20*time.Second, "failed inserts", func() bool { return failed() > 0 })
 	time.Sleep(time.Second)
+	t.Log("restarting shard 2")
 	shard2[0].Restart()
 	shard2[1].Restart()
 	before = written()
-	waitFor(t, 60*time.Second, "rows written after the shard's return", func() bool { return written() > before+500 })
+	waitFor(t, 60*time.Second, "rows written after the shard's return", func() bool { return written() > before+200 })
 	close(stop)
 	n := <-sent
+	t.Log("stream stopped")
 
 	waitFor(t, 90*time.Second, fmt.Sprintf("%d rows written", n), func() bool { return written() >= int64(n) })
 	if got := written(); got != int64(n) {
 		t.Errorf("rows_written %d, want %d", got, n)
 	}
-	t.Logf("%d rows in 50-row records batches; %d rows of failed inserts retried", n, failed())
+	t.Logf("%d rows sent in batches of 20 records; %d rows of failed inserts retried", n, failed())
 	wantEachConnectionOnce(t, c, "outage", map[int]int{1: n})
+}
+
+// With cluster set, a flows table that is not Distributed is refused at
+// start, with the reason.
+func testClusterNotDistributed(t *testing.T, c *chserver.Cluster) {
+	conn := client(t, c.Servers[0][0])
+	exec(t, conn, "CREATE DATABASE plain")
+	exec(t, conn, flowtable.CreateTable("plain", "flows", 0))
+	wantAll(t, startErr(t, clusterConfig(c.Servers[0][0], "plain")),
+		"table: cluster is set, but `plain`.`flows` is not a Distributed table (got engine \"MergeTree", "point table at the Distributed table")
 }

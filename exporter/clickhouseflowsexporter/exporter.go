@@ -176,10 +176,16 @@ func (e *flowsExporter) prepare(ctx context.Context) error {
 		return e.connectError(err)
 	}
 	e.version = flowtable.Version{Major: sv.Version.Major, Minor: sv.Version.Minor, Patch: sv.Version.Patch}
+	complete := false // the clustered schema is in place already
 	switch {
 	case e.cfg.CreateSchema && e.cfg.Cluster != "":
-		if err := e.createClusterSchema(ctx); err != nil {
+		if complete, err = e.clusterSchemaComplete(ctx); err != nil {
 			return err
+		}
+		if !complete {
+			if err := e.createClusterSchema(ctx); err != nil {
+				return err
+			}
 		}
 	case e.cfg.CreateSchema:
 		if err := e.createSchema(ctx); err != nil {
@@ -189,7 +195,7 @@ func (e *flowsExporter) prepare(ctx context.Context) error {
 	if err := e.verifyTable(ctx); err != nil {
 		return err
 	}
-	if e.cfg.CreateSchema && e.cfg.TheiaViews {
+	if e.cfg.CreateSchema && e.cfg.TheiaViews && !complete {
 		// After the check, so that a table lacking a column the views read
 		// gets the check's error and statement.
 		create := e.createViews

@@ -105,6 +105,11 @@ func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.TCPPort) }
 // Endpoint is the exporter endpoint tcp://127.0.0.1:port.
 func (s *Server) Endpoint() string { return "tcp://" + s.Addr() }
 
+// startTimeout bounds a server's start-up. A server of a cluster loads its
+// replicated tables from ZooKeeper before it listens, which on a loaded
+// machine takes tens of seconds once the tests have created a few dozen.
+const startTimeout = 2 * time.Minute
+
 // Restart starts the server process (again) on the same ports and data, and
 // waits until it answers.
 func (s *Server) Restart() {
@@ -144,7 +149,7 @@ func (s *Server) start(logf *os.File) {
 // waitReady waits until the started server answers on both ports.
 func (s *Server) waitReady() {
 	s.tb.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(startTimeout)
 	client := &http.Client{Timeout: time.Second}
 	for {
 		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/ping", s.HTTPPort))
@@ -162,7 +167,7 @@ func (s *Server) waitReady() {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			s.tb.Fatalf("chserver: server not ready after 30s\n%s", s.logTail())
+			s.tb.Fatalf("chserver: server not ready after %s\n%s", startTimeout, s.logTail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -196,7 +201,7 @@ func (s *Server) Stop() {
 
 func (s *Server) logTail() string {
 	var b strings.Builder
-	for _, f := range []string{"stdout.log", "server.err.log"} {
+	for _, f := range []string{"stdout.log", "server.err.log", "server.log"} {
 		data, err := os.ReadFile(filepath.Join(s.Dir, "log", f))
 		if errors.Is(err, os.ErrNotExist) {
 			continue

@@ -3,7 +3,9 @@ package chserver
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // ClusterOptions for StartCluster.
@@ -39,6 +41,10 @@ func StartCluster(tb testing.TB, o ClusterOptions) *Cluster {
 			c.Servers[s][r] = newServer(tb, Options{})
 		}
 	}
+	// At the end, stop the servers all at once (their shutdowns, which
+	// wait for replication threads, overlap); cleanups run last-in first,
+	// so the servers' own Stops find them stopped.
+	tb.Cleanup(c.stopAll)
 	// Every server's configuration names every server, so the ports are
 	// all known before the first configuration is written.
 	var shards strings.Builder
@@ -82,4 +88,29 @@ func (c *Cluster) All() []*Server {
 		out = append(out, replicas...)
 	}
 	return out
+}
+
+// stopAll stops every running server at the end of the test: SIGTERM to
+// all, then SIGKILL to those still running after a few seconds (a server of
+// a cluster can take a minute to shut down, retrying to reach the others,
+// and the test is done with its data).
+func (c *Cluster) stopAll() {
+	deadline := time.Now().Add(5 * time.Second)
+	for _, srv := range c.All() {
+		if srv.cmd != nil {
+			_ = srv.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, srv := range c.All() {
+		if srv.cmd == nil {
+			continue
+		}
+		select {
+		case <-srv.done:
+		case <-time.After(time.Until(deadline)):
+			_ = srv.cmd.Process.Kill()
+			<-srv.done
+		}
+		srv.cmd = nil
+	}
 }
