@@ -30,6 +30,9 @@ for cmd in "${!want[@]}"; do
 done
 # protoc's well-known types (google/protobuf/timestamp.proto), for the flow stream's generated code.
 [ -f /usr/include/google/protobuf/timestamp.proto ] || missing+=(libprotobuf-dev)
+# ZooKeeper (and the JRE it depends on), for the ClickHouse cluster the
+# clickhouse_flows tests start (replicated tables, ON CLUSTER DDL).
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/config/configopaque"
@@ -14,6 +15,8 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 )
 
 // Environment variables read when username or password are not configured.
@@ -47,6 +50,15 @@ type Config struct {
 	// tables), which Theia's dashboards read. They cost the server CPU on
 	// every insert: turn them off when nothing reads them.
 	TheiaViews bool `mapstructure:"theia_views"`
+	// Cluster, when set, names the ClickHouse cluster (remote_servers) the
+	// table is spread over: with CreateSchema the exporter creates, ON
+	// CLUSTER, a ReplicatedMergeTree <table>_local on every server and the
+	// Distributed <table> over them (and Theia's views in their clustered
+	// form), adds missing columns to an existing clustered schema, and
+	// inserts through the Distributed table synchronously, so that a shard
+	// that cannot take its rows fails the insert, which is retried, and
+	// the replicated tables drop the blocks a retry sends twice.
+	Cluster string `mapstructure:"cluster"`
 	// TTL, when positive, is added to a table this exporter creates as
 	// `TTL timeInserted + INTERVAL <ttl> SECOND`, on servers that support it (19.6+).
 	TTL time.Duration `mapstructure:"ttl"`
@@ -68,6 +80,10 @@ type Config struct {
 // backticks in every statement, so only refuse what would need escaping.
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// clusterName is what we accept as a cluster name: it is quoted with
+// backticks and in string literals, so refuse what would need escaping.
+var clusterName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
 var compressions = map[string]bool{"lz4": true, "zstd": true, "none": true}
 
 // Validate checks the configuration; the collector calls it after unmarshalling.
@@ -81,6 +97,13 @@ func (c *Config) Validate() error {
 	}
 	if !identifier.MatchString(c.Table) {
 		errs = append(errs, fmt.Errorf("table: not a plain identifier (got %q); use letters, digits and _, not starting with a digit", c.Table))
+	}
+	if c.Cluster != "" && !clusterName.MatchString(c.Cluster) {
+		errs = append(errs, fmt.Errorf("cluster: not a cluster name (got %q); use the name of a cluster in the servers' remote_servers: letters, digits, _, - and ., not starting with a digit", c.Cluster))
+	}
+	if c.Cluster != "" && strings.HasSuffix(c.Table, flowtable.LocalSuffix) {
+		errs = append(errs, fmt.Errorf("table: with cluster, name the Distributed table, not the local one (got %q); set table: %s, and the exporter uses %s on each server",
+			c.Table, strings.TrimSuffix(c.Table, flowtable.LocalSuffix), c.Table))
 	}
 	if c.TTL < 0 {
 		errs = append(errs, fmt.Errorf("ttl: must not be negative (got %s); set 0 for no TTL, or a duration such as 72h", c.TTL))

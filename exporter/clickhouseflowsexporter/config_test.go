@@ -29,6 +29,13 @@ func TestLoadConfig(t *testing.T) {
 			b.FlushTimeout, b.MinSize, b.MaxSize = 2*time.Second, 5000, 50000
 			c.RetryConfig.MaxElapsedTime = 10 * time.Minute
 		})},
+		{Name: "cluster", Want: configtest.Defaults(f, func(c *Config) {
+			c.Endpoint, c.Database, c.Cluster = "tcp://clickhouse:9000", "flowdb", "flows-cluster.v1"
+		})},
+		{Name: "badcluster", WantErr: []string{
+			`cluster: not a cluster name (got "flows'; DROP"); use the name of a cluster in the servers' remote_servers: letters, digits, _, - and ., not starting with a digit`,
+			`table: with cluster, name the Distributed table, not the local one (got "flows_local"); set table: flows, and the exporter uses flows_local on each server`,
+		}},
 		{Name: "http", WantErr: []string{`endpoint: the HTTP interface is not supported (got "http://clickhouse:8123"); use the native protocol, tcp://host:9000 or tls://host:9440`}},
 		{Name: "badscheme", WantErr: []string{`endpoint: scheme must be tcp:// or tls:// (got "clickhouse:9000"); set tcp://host:9000 or tls://host:9440`}},
 		{Name: "noendpoint", WantErr: []string{`endpoint: required (got ""); set tcp://host:9000 or tls://host:9440`}},

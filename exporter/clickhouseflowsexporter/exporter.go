@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -43,6 +44,10 @@ type flowsExporter struct {
 	blocks chan *flowtable.Block
 
 	copyWarning sync.Once // the driver's columns could not be shared
+
+	// insertTimes, with a cluster, keeps the timeInserted of failed
+	// batches for their retries (nil without a cluster: the server sets it).
+	insertTimes *insertTimes
 }
 
 func newFlowsExporter(cfg *Config, set component.TelemetrySettings) (*flowsExporter, error) {
@@ -58,6 +63,14 @@ func newFlowsExporter(cfg *Config, set component.TelemetrySettings) (*flowsExpor
 		cfg: cfg, logger: set.Logger, tel: tel, addr: addr, secure: secure,
 		table:     flowtable.QualifiedName(cfg.Database, cfg.Table),
 		insertSQL: flowtable.InsertStatement(cfg.Database, cfg.Table),
+	}
+	if cfg.Cluster != "" {
+		e.insertSQL = flowtable.InsertTimeStatement(cfg.Database, cfg.Table)
+		keep := 24 * time.Hour // retried without end: remember a day
+		if cfg.RetryConfig.Enabled && cfg.RetryConfig.MaxElapsedTime > 0 {
+			keep = cfg.RetryConfig.MaxElapsedTime + time.Minute
+		}
+		e.insertTimes = newInsertTimes(keep)
 	}
 	consumers := 1
 	if cfg.QueueConfig.HasValue() {
@@ -110,6 +123,11 @@ func (e *flowsExporter) options(ctx context.Context) (*clickhouse.Options, error
 		MaxIdleConns: 8,
 		Compression:  &clickhouse.Compression{Method: compressionMethod(e.cfg.Compression)},
 	}
+	if e.cfg.Cluster != "" {
+		// Through the Distributed table, an insert returns once every
+		// shard has its rows, and fails when one cannot take them.
+		opts.Settings = clickhouse.Settings{"insert_distributed_sync": 1}
+	}
 	if opts.ReadTimeout <= e.cfg.DialTimeout { // timeout 0 means none
 		opts.ReadTimeout = 0
 	}
@@ -158,7 +176,18 @@ func (e *flowsExporter) prepare(ctx context.Context) error {
 		return e.connectError(err)
 	}
 	e.version = flowtable.Version{Major: sv.Version.Major, Minor: sv.Version.Minor, Patch: sv.Version.Patch}
-	if e.cfg.CreateSchema {
+	complete := false // the clustered schema is in place already
+	switch {
+	case e.cfg.CreateSchema && e.cfg.Cluster != "":
+		if complete, err = e.clusterSchemaComplete(ctx); err != nil {
+			return err
+		}
+		if !complete {
+			if err := e.createClusterSchema(ctx); err != nil {
+				return err
+			}
+		}
+	case e.cfg.CreateSchema:
 		if err := e.createSchema(ctx); err != nil {
 			return err
 		}
@@ -166,10 +195,14 @@ func (e *flowsExporter) prepare(ctx context.Context) error {
 	if err := e.verifyTable(ctx); err != nil {
 		return err
 	}
-	if e.cfg.CreateSchema && e.cfg.TheiaViews {
+	if e.cfg.CreateSchema && e.cfg.TheiaViews && !complete {
 		// After the check, so that a table lacking a column the views read
 		// gets the check's error and statement.
-		if err := e.createViews(ctx); err != nil {
+		create := e.createViews
+		if e.cfg.Cluster != "" {
+			create = e.createClusterViews
+		}
+		if err := create(ctx); err != nil {
 			return err
 		}
 	}
@@ -233,9 +266,21 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	if block.Len() == 0 {
 		return nil
 	}
-	if err := e.insert(ctx, block); err != nil {
+	var fingerprint uint64
+	var at time.Time
+	if e.insertTimes != nil {
+		fingerprint = block.Fingerprint()
+		at = e.insertTimes.get(fingerprint, time.Now())
+	}
+	if err := e.insert(ctx, block, at); err != nil {
 		e.tel.recordInsertFailed(ctx, block.Len(), insertReason(err))
+		if e.insertTimes != nil {
+			e.insertTimes.failed(fingerprint, at, time.Now())
+		}
 		return fmt.Errorf("table: insert of %d rows into %s failed (%w); retried per retry_on_failure", block.Len(), e.table, err)
+	}
+	if e.insertTimes != nil {
+		e.insertTimes.done(fingerprint)
 	}
 	e.tel.ExporterClickhouseFlowsRowsWritten.Add(ctx, int64(block.Len()))
 	e.tel.ExporterClickhouseFlowsInserts.Add(ctx, 1)
@@ -248,13 +293,21 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 // atomic: ClickHouse commits the blocks it has received when the connection
 // closes, e.g. on a timeout, and the retry would duplicate them.) The driver
 // encodes the block's own column buffers (flowtable.Block.AppendTo), so the
-// block is not touched until Send has returned.
-func (e *flowsExporter) insert(ctx context.Context, block *flowtable.Block) error {
+// block is not touched until Send has returned. With a cluster, every row's
+// timeInserted is at.
+func (e *flowsExporter) insert(ctx context.Context, block *flowtable.Block, at time.Time) error {
 	batch, err := e.conn.PrepareBatch(ctx, e.insertSQL)
 	if err != nil {
 		return err
 	}
 	shared, err := block.AppendTo(batch)
+	if err == nil && e.insertTimes != nil {
+		times := make([]time.Time, block.Len())
+		for i := range times {
+			times[i] = at
+		}
+		err = batch.Column(len(flowtable.Columns)).Append(times)
+	}
 	if err != nil {
 		_ = batch.Abort()
 		return err

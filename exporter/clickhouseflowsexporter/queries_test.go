@@ -49,6 +49,14 @@ func TestQueries(t *testing.T) {
 	exp, _ := startExporter(t, testConfig(srv, "queries"))
 
 	minute := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+	if err := exp.ConsumeLogs(context.Background(), logsOf("c", queryRecords(minute)...)); err != nil {
+		t.Fatal(err)
+	}
+	checkQueries(t, srv.Addr(), "queries", minute)
+}
+
+// queryRecords are the five test records the queries run on, ending in minute.
+func queryRecords(minute time.Time) []*flowrecord.Record {
 	var recs []*flowrecord.Record
 	for i, mk := range []func() *flowrecord.Record{intraNodeRecord, interNodePairedRecord, interNodeUnpairedRecord, toExternalRecord, fromExternalRecord} {
 		r := mk()
@@ -56,23 +64,26 @@ func TestQueries(t *testing.T) {
 		r.Start = r.End.Add(-10 * time.Second)
 		recs = append(recs, r)
 	}
-	if err := exp.ConsumeLogs(context.Background(), logsOf("c", recs...)); err != nil {
-		t.Fatal(err)
-	}
-	conn := client(t, srv)
-	waitFor(t, 20*time.Second, "5 rows", func() bool { return count(t, conn, "SELECT count() FROM queries.flows") == 5 })
-	// The server writes the views after the table, within the same INSERT.
-	for _, v := range flowtable.Views {
-		q := "SELECT sum(octetDeltaCount) FROM queries." + v.Name
-		waitFor(t, 20*time.Second, q, func() bool { return count(t, conn, q) == 400+320+700+500+1000 })
-	}
+	return recs
+}
 
+// checkQueries waits for the queryRecords in database's flows table and
+// views at addr, then runs every query file there and checks its result,
+// and that docs/clickhouse.md shows it verbatim.
+func checkQueries(t *testing.T, addr, database string, minute time.Time) {
+	t.Helper()
 	// Users run the queries with the flows table's database as default database.
-	qconn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.Addr()}, Auth: clickhouse.Auth{Database: "queries"}})
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Database: database}, ReadTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer qconn.Close()
+	defer conn.Close()
+	waitFor(t, 20*time.Second, "5 rows", func() bool { return count(t, conn, "SELECT count() FROM flows") == 5 })
+	// The server writes the views after the table, within the same INSERT.
+	for _, v := range flowtable.Views {
+		q := "SELECT sum(octetDeltaCount) FROM " + v.Name
+		waitFor(t, 20*time.Second, q, func() bool { return count(t, conn, q) == 400+320+700+500+1000 })
+	}
 
 	readme, err := os.ReadFile("../../docs/clickhouse.md")
 	if err != nil {
@@ -92,7 +103,7 @@ func TestQueries(t *testing.T) {
 			if !strings.Contains(string(readme), strings.TrimSpace(string(sql))) {
 				t.Errorf("docs/clickhouse.md does not show %s verbatim", f)
 			}
-			got := runQuery(t, qconn, string(sql))
+			got := runQuery(t, conn, string(sql))
 			want := make([]string, len(queryResults[name]))
 			for i, w := range queryResults[name] {
 				want[i] = strings.ReplaceAll(w, "MINUTE", minute.Format(time.RFC3339))

@@ -134,6 +134,12 @@ func (e *flowsExporter) verifyTable(ctx context.Context) error {
 		if err := e.verifyCluster(ctx, d, missing); err != nil {
 			return err
 		}
+		if e.cfg.Cluster != "" {
+			e.warnShardingKey(engine)
+		}
+	} else if e.cfg.Cluster != "" {
+		return fmt.Errorf("table: cluster is set, but %s is not a Distributed table (got engine %q); point table at the Distributed table, or unset cluster for a table on one server",
+			e.table, engine)
 	} else if len(missing) > 0 {
 		return fmt.Errorf("table: %s lacks column(s) %s that this exporter writes; add them with: %s",
 			e.table, columnList(missing), flowtable.AlterAddColumns(e.cfg.Database, e.cfg.Table, missing))

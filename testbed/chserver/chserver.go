@@ -48,6 +48,10 @@ type Options struct {
 	// name (this server) in remote_servers and the macro {cluster} naming it,
 	// for Distributed tables such as Theia's.
 	Cluster string
+
+	// extra is more server configuration (StartCluster's remote_servers,
+	// zookeeper and macros).
+	extra string
 }
 
 // Binary returns the clickhouse-server executable, or "" when it is not installed.
@@ -67,6 +71,16 @@ func Binary() string {
 // the server is not installed: CI installs the clickhouse-server package.
 func Start(tb testing.TB, o Options) *Server {
 	tb.Helper()
+	s := newServer(tb, o)
+	s.writeConfig(o)
+	s.Restart()
+	return s
+}
+
+// newServer prepares a server's directory and ports, and stops it in
+// tb.Cleanup; it is started by Restart once its configuration is written.
+func newServer(tb testing.TB, o Options) *Server {
+	tb.Helper()
 	bin := Binary()
 	if bin == "" {
 		tb.Fatal("clickhouse-server is not installed (apt-get install clickhouse-server)")
@@ -81,8 +95,6 @@ func Start(tb testing.TB, o Options) *Server {
 			tb.Fatal(err)
 		}
 	}
-	s.writeConfig(o)
-	s.Restart()
 	tb.Cleanup(s.Stop)
 	return s
 }
@@ -93,6 +105,11 @@ func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.TCPPort) }
 // Endpoint is the exporter endpoint tcp://127.0.0.1:port.
 func (s *Server) Endpoint() string { return "tcp://" + s.Addr() }
 
+// startTimeout bounds a server's start-up. A server of a cluster loads its
+// replicated tables from ZooKeeper before it listens, which on a loaded
+// machine takes tens of seconds once the tests have created a few dozen.
+const startTimeout = 2 * time.Minute
+
 // Restart starts the server process (again) on the same ports and data, and
 // waits until it answers.
 func (s *Server) Restart() {
@@ -100,10 +117,22 @@ func (s *Server) Restart() {
 	if s.cmd != nil {
 		s.tb.Fatal("chserver: Restart while running")
 	}
+	s.launch()
+	s.waitReady()
+}
+
+// launch starts the server process, its output appended to log/stdout.log.
+func (s *Server) launch() {
+	s.tb.Helper()
 	logf, err := os.OpenFile(filepath.Join(s.Dir, "log", "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		s.tb.Fatal(err)
 	}
+	s.start(logf)
+}
+
+// start starts the server process, writing its output to logf.
+func (s *Server) start(logf *os.File) {
 	cmd := exec.Command(s.binary, "--config-file="+filepath.Join(s.Dir, "config.xml"))
 	cmd.Dir = s.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -115,8 +144,12 @@ func (s *Server) Restart() {
 	s.cmd = cmd
 	s.done = make(chan error, 1)
 	go func() { s.done <- cmd.Wait(); _ = logf.Close() }()
+}
 
-	deadline := time.Now().Add(30 * time.Second)
+// waitReady waits until the started server answers on both ports.
+func (s *Server) waitReady() {
+	s.tb.Helper()
+	deadline := time.Now().Add(startTimeout)
 	client := &http.Client{Timeout: time.Second}
 	for {
 		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/ping", s.HTTPPort))
@@ -134,7 +167,7 @@ func (s *Server) Restart() {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			s.tb.Fatalf("chserver: server not ready after 30s\n%s", s.logTail())
+			s.tb.Fatalf("chserver: server not ready after %s\n%s", startTimeout, s.logTail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -168,7 +201,7 @@ func (s *Server) Stop() {
 
 func (s *Server) logTail() string {
 	var b strings.Builder
-	for _, f := range []string{"stdout.log", "server.err.log"} {
+	for _, f := range []string{"stdout.log", "server.err.log", "server.log"} {
 		data, err := os.ReadFile(filepath.Join(s.Dir, "log", f))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -195,6 +228,7 @@ func (s *Server) writeConfig(o Options) {
   <remote_servers><%[1]s><shard><replica><host>127.0.0.1</host><port>%[2]d</port></replica></shard></%[1]s></remote_servers>
   <macros><cluster>%[1]s</cluster></macros>`, o.Cluster, s.TCPPort)
 	}
+	extra += o.extra
 	config := fmt.Sprintf(`<?xml version="1.0"?>
 <yandex>
   <logger><level>information</level><log>%[1]s/log/server.log</log><errorlog>%[1]s/log/server.err.log</errorlog>

@@ -24,12 +24,15 @@ import (
 // block's own buffers instead. The driver only reads them (to encode the
 // block in Send), and the batch is done with them when Send or Abort
 // returns: the block must not be changed before that. Otherwise it copies
-// through the public Append (CopyTo), and shared is false.
+// through the public Append (CopyTo), and shared is false. A batch with more
+// columns than Columns (InsertTimeStatement's) gets the block's columns
+// first; the caller appends the others.
 func (b *Block) AppendTo(batch driver.Batch) (shared bool, err error) {
 	cols := batch.Columns()
-	if len(cols) != len(Columns) {
+	if len(cols) < len(Columns) {
 		return false, b.CopyTo(batch)
 	}
+	cols = cols[:len(Columns)]
 	type target struct {
 		i   int
 		ptr unsafe.Pointer

@@ -40,8 +40,14 @@ func CreateDatabase(database string) string {
 // between them. ttl > 0 adds a TTL on timeInserted; callers pass it only
 // when Version.SupportsTTL.
 func CreateTable(database, table string, ttl time.Duration) string {
+	return createTable(QualifiedName(database, table), "MergeTree()", ttl)
+}
+
+// createTable is CreateTable's statement for target (a table, with ON
+// CLUSTER) and engine.
+func createTable(target, engine string, ttl time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n", QualifiedName(database, table))
+	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n", target)
 	b.WriteString("    timeInserted DateTime DEFAULT now()")
 	for _, c := range Columns {
 		fmt.Fprintf(&b, ",\n    %s %s", c.Name, c.Type)
@@ -49,7 +55,7 @@ func CreateTable(database, table string, ttl time.Duration) string {
 			b.WriteString(",\n    trusted UInt8 DEFAULT 0")
 		}
 	}
-	b.WriteString("\n) ENGINE = MergeTree()\nPARTITION BY toYYYYMMDD(timeInserted)\nORDER BY (timeInserted, flowEndSeconds)")
+	fmt.Fprintf(&b, "\n) ENGINE = %s\nPARTITION BY toYYYYMMDD(timeInserted)\nORDER BY (timeInserted, flowEndSeconds)", engine)
 	writeTTL(&b, ttl)
 	b.WriteString("\nSETTINGS index_granularity = 8192")
 	return b.String()
@@ -100,4 +106,11 @@ func alterAdd(target string, missing []Column) string {
 		parts[i] = fmt.Sprintf("ADD COLUMN %s %s", c.Name, c.Type)
 	}
 	return fmt.Sprintf("ALTER TABLE %s %s", target, strings.Join(parts, ", "))
+}
+
+// InsertTimeStatement is InsertStatement with timeInserted as one more,
+// last column: the exporter sets it (instead of the server's now()) so that
+// a retried block is the same block, which replicated tables deduplicate.
+func InsertTimeStatement(database, table string) string {
+	return strings.TrimSuffix(InsertStatement(database, table), ")") + ", timeInserted)"
 }

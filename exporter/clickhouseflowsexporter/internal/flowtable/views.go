@@ -76,12 +76,17 @@ func columnType(name string) string {
 // table if it is missing, its columns in Theia's order (timeInserted, keys,
 // sums, clusterUUID). ttl > 0 adds the flows table's TTL (Version.SupportsTTL).
 func (v View) CreateTable(database string, ttl time.Duration) string {
+	return v.createTable(QualifiedName(database, v.Table), "SummingMergeTree()", ttl)
+}
+
+// createTable is CreateTable's statement for target (with ON CLUSTER) and engine.
+func (v View) createTable(target, engine string, ttl time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n    timeInserted DateTime DEFAULT now()", QualifiedName(database, v.Table))
+	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n    timeInserted DateTime DEFAULT now()", target)
 	for _, c := range append(append(slices.Clone(v.Keys), v.Sums...), "clusterUUID") {
 		fmt.Fprintf(&b, ",\n    %s %s", c, columnType(c))
 	}
-	fmt.Fprintf(&b, "\n) ENGINE = SummingMergeTree()\nPARTITION BY toYYYYMMDD(timeInserted)\nORDER BY (%s)", strings.Join(v.key(), ", "))
+	fmt.Fprintf(&b, "\n) ENGINE = %s\nPARTITION BY toYYYYMMDD(timeInserted)\nORDER BY (%s)", engine, strings.Join(v.key(), ", "))
 	writeTTL(&b, ttl)
 	return b.String()
 }
@@ -90,6 +95,12 @@ func (v View) CreateTable(database string, ttl time.Duration) string {
 // missing: it sums the rows of each block inserted into table per key and
 // writes them into the view's table.
 func (v View) CreateView(database, table string) string {
+	return v.createView(QualifiedName(database, v.Name), QualifiedName(database, v.Table), QualifiedName(database, table))
+}
+
+// createView is CreateView's statement for the view target (with ON
+// CLUSTER), writing into viewTable, reading from table.
+func (v View) createView(target, viewTable, table string) string {
 	sel := make([]string, 0, len(v.Keys)+len(v.Sums)+2)
 	sel = append(sel, "timeInserted")
 	sel = append(sel, v.Keys...)
@@ -98,8 +109,7 @@ func (v View) CreateView(database, table string) string {
 	}
 	sel = append(sel, "clusterUUID")
 	return fmt.Sprintf("CREATE MATERIALIZED VIEW IF NOT EXISTS %s TO %s AS SELECT\n    %s\nFROM %s\nGROUP BY %s",
-		QualifiedName(database, v.Name), QualifiedName(database, v.Table),
-		strings.Join(sel, ",\n    "), QualifiedName(database, table), strings.Join(v.key(), ", "))
+		target, viewTable, strings.Join(sel, ",\n    "), table, strings.Join(v.key(), ", "))
 }
 
 // ViewStatements are the statements that create Theia's views over table,
