@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -38,40 +39,70 @@ func TestKustomizeMakesItsCertificates(t *testing.T) {
 				}
 			}
 		}
-		runCertificates(t, c, "flowtel", "flowtel-gateway")
-		for _, v := range secretVolumes(t, objs) {
-			s, err := c.Admin.CoreV1().Secrets("flowtel").Get(context.Background(), v.SecretName, metav1.GetOptions{})
-			if err != nil {
-				t.Errorf("%s: Secret volume %s: %v", dir, v.SecretName, err)
-				continue
+		runCertificates(t, c, "flowtel", "flowtel")
+		checkSecretVolumes(t, c, "deploy/kubernetes/"+dir, "flowtel", objs)
+	}
+	checkHops(t, c, "flowtel", "flowtel")
+}
+
+// TestHelmMakesItsCertificates: the same for `helm template` with the
+// default values (tls.provision), a release "lab" in namespace "obs"; and
+// tls.provision=false renders no extension.
+func TestHelmMakesItsCertificates(t *testing.T) {
+	helm(t)
+	c := startCluster(t)
+	if out, err := c.kubectl(nil, "create", "namespace", "obs"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	manifests := helmTemplate(t, "lab", "obs", "")
+	c.apply(t, "helm template", manifests)
+	runCertificates(t, c, "obs", "lab-flowtel")
+	checkSecretVolumes(t, c, "helm template", "obs", objects(t, manifests))
+	checkHops(t, c, "obs", "lab-flowtel")
+	off := run(t, nil, helm(t), "template", "lab", chartDir(), "--namespace", "obs", "--set", "tls.provision=false")
+	if strings.Contains(string(off), "k8s_certificates") || strings.Contains(string(off), "optional: true") {
+		t.Error("tls.provision=false still runs the k8s_certificates extension or leaves the gateway's Secret volumes optional")
+	}
+}
+
+// checkSecretVolumes: every Secret volume of the workloads exists, with the
+// keys it mounts (all three of a certificate Secret, ca.crt of a CA Secret).
+func checkSecretVolumes(t *testing.T, c cluster, what, namespace string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, v := range secretVolumes(t, objs) {
+		s, err := c.Admin.CoreV1().Secrets(namespace).Get(context.Background(), v.SecretName, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("%s: Secret volume %s: %v", what, v.SecretName, err)
+			continue
+		}
+		want := []string{"tls.crt", "tls.key", "ca.crt"}
+		if len(v.Items) > 0 {
+			want = want[:0]
+			for _, it := range v.Items {
+				want = append(want, it.Key)
 			}
-			want := []string{"tls.crt", "tls.key", "ca.crt"}
-			if len(v.Items) > 0 {
-				want = want[:0]
-				for _, it := range v.Items {
-					want = append(want, it.Key)
-				}
-			} else if len(s.Data) == 1 {
-				want = []string{"ca.crt"} // a CA Secret: its certificate alone
-			}
-			for _, k := range want {
-				if len(s.Data[k]) == 0 {
-					t.Errorf("%s: Secret %s has no %s", dir, v.SecretName, k)
-				}
+		} else if len(s.Data) == 1 {
+			want = []string{"ca.crt"} // a CA Secret: its certificate alone
+		}
+		for _, k := range want {
+			if len(s.Data[k]) == 0 {
+				t.Errorf("%s: Secret %s has no %s", what, v.SecretName, k)
 			}
 		}
 	}
-	checkHops(t, c, "flowtel")
 }
 
 // runCertificates starts and stops the k8s_certificates extension as the
-// gateway's ServiceAccount.
-func runCertificates(t *testing.T, c cluster, namespace, sa string) {
+// gateway's ServiceAccount (<prefix>-gateway), with the names the deployment
+// gives it.
+func runCertificates(t *testing.T, c cluster, namespace, prefix string) {
 	t.Helper()
+	sa := prefix + "-gateway"
 	token := serviceAccountToken(t, c, namespace, sa)
 	f := k8scertificatesextension.NewFactory()
 	cfg := f.CreateDefaultConfig().(*k8scertificatesextension.Config)
 	cfg.AuthType, cfg.KubeConfig, cfg.Namespace = k8sindex.AuthKubeConfig, c.Kubeconfig(t, namespace+"-"+sa, token), namespace
+	cfg.GatewayName, cfg.NodeName, cfg.FlowStreamName = prefix+"-gateway", prefix+"-node", prefix+"-flowstream"
 	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +144,7 @@ func secretVolumes(t *testing.T, objs []*unstructured.Unstructured) []*corev1.Se
 
 // checkHops verifies each certificate against the CA its peer requires, and
 // not against the other hop's.
-func checkHops(t *testing.T, c cluster, ns string) {
+func checkHops(t *testing.T, c cluster, ns, prefix string) {
 	t.Helper()
 	get := func(name, key string) []byte {
 		s, err := c.Admin.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
@@ -140,16 +171,16 @@ func checkHops(t *testing.T, c cluster, ns string) {
 		}
 		return p
 	}
-	gatewayCA, nodeCA := pool("flowtel-gateway-ca"), pool("flowtel-node-ca")
+	gatewayCA, nodeCA := pool(prefix+"-gateway-ca"), pool(prefix+"-node-ca")
 	for _, h := range []struct {
 		secret, dns string
 		usage       x509.ExtKeyUsage
 		by, notBy   *x509.CertPool
 	}{
-		{"flowtel-gateway-tls", "flowtel-gateway." + ns + ".svc", x509.ExtKeyUsageServerAuth, gatewayCA, nodeCA},
-		{"flowtel-gateway-tls", "", x509.ExtKeyUsageClientAuth, gatewayCA, nodeCA},
-		{"flowtel-flowstream-tls", "flowtel-flowstream." + ns + ".svc", x509.ExtKeyUsageServerAuth, gatewayCA, nodeCA},
-		{"flowtel-node-tls", "", x509.ExtKeyUsageClientAuth, nodeCA, gatewayCA},
+		{prefix + "-gateway-tls", prefix + "-gateway." + ns + ".svc", x509.ExtKeyUsageServerAuth, gatewayCA, nodeCA},
+		{prefix + "-gateway-tls", "", x509.ExtKeyUsageClientAuth, gatewayCA, nodeCA},
+		{prefix + "-flowstream-tls", prefix + "-flowstream." + ns + ".svc", x509.ExtKeyUsageServerAuth, gatewayCA, nodeCA},
+		{prefix + "-node-tls", "", x509.ExtKeyUsageClientAuth, nodeCA, gatewayCA},
 	} {
 		opts := x509.VerifyOptions{Roots: h.by, DNSName: h.dns, KeyUsages: []x509.ExtKeyUsage{h.usage}}
 		if _, err := cert(h.secret).Verify(opts); err != nil {
