@@ -39,6 +39,14 @@ type Config struct {
 	// CheckInterval is how often the Secrets are checked (and, at start, how
 	// soon a failed check is tried again, at most).
 	CheckInterval time.Duration `mapstructure:"check_interval"`
+	// WaitForFiles are files Start waits for, after the first check, at most
+	// wait_timeout: the gateway's own certificate as its Secret volume holds
+	// it. On a first install the kubelet fills the volume some time after the
+	// Secret is made, and the receivers, which start after the extensions,
+	// read it.
+	WaitForFiles []string `mapstructure:"wait_for_files"`
+	// WaitTimeout bounds that wait; then Start returns anyway.
+	WaitTimeout time.Duration `mapstructure:"wait_timeout"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -81,6 +89,9 @@ func (c *Config) Validate() error {
 		if d.value <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive (got %s)", d.key, d.value))
 		}
+	}
+	if c.WaitTimeout < 0 {
+		errs = append(errs, fmt.Errorf("wait_timeout: must not be negative (got %s)", c.WaitTimeout))
 	}
 	if c.RenewBefore >= c.Validity {
 		errs = append(errs, fmt.Errorf("renew_before: must be shorter than validity (got %s, validity %s); every check would reissue", c.RenewBefore, c.Validity))

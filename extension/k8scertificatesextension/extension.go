@@ -3,6 +3,7 @@ package k8scertificatesextension
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"time"
 
@@ -38,6 +39,7 @@ func (c *certificates) Start(ctx context.Context, _ component.Host) error {
 	first, cancel := context.WithTimeout(ctx, startTimeout)
 	c.check(first, p)
 	cancel()
+	c.waitForFiles(ctx)
 
 	loop, stop := context.WithCancel(context.Background())
 	c.cancel = stop
@@ -79,4 +81,33 @@ func (c *certificates) Shutdown(context.Context) error {
 	}
 	c.done.Wait()
 	return nil
+}
+
+// waitForFiles returns once every wait_for_files file has content, or after
+// wait_timeout (logged: the receivers then report the missing file).
+func (c *certificates) waitForFiles(ctx context.Context) {
+	if len(c.cfg.WaitForFiles) == 0 {
+		return
+	}
+	deadline := time.Now().Add(c.cfg.WaitTimeout)
+	for {
+		missing := ""
+		for _, f := range c.cfg.WaitForFiles {
+			if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+				missing = f
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			c.logger.Warn("certificate file still missing; starting anyway", zap.String("file", missing), zap.Duration("wait_timeout", c.cfg.WaitTimeout))
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }

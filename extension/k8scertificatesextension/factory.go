@@ -29,6 +29,7 @@ func createDefaultConfig() component.Config {
 		Validity:       90 * 24 * time.Hour,
 		RenewBefore:    30 * 24 * time.Hour,
 		CheckInterval:  time.Hour,
+		WaitTimeout:    90 * time.Second,
 	}
 }
 
