@@ -40,7 +40,7 @@ func TestAntreaFlowAggregator(t *testing.T) {
 			files = append(files, f)
 		}
 	}
-	if !slices.Equal(files, []string{"config/config.yaml", "antrea-config/antrea.yaml"}) {
+	if !slices.Equal(files, []string{"config/config.yaml", "config/certificates.yaml", "antrea-config/antrea.yaml"}) {
 		t.Fatalf("gateway --config files %v", files)
 	}
 	checkAntreaConfig(t, configMapKey(t, objs, "flowtel-gateway-config", "config.yaml"),

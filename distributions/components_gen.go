@@ -7,6 +7,7 @@ import (
 	clickhouseflowsexporter "github.com/flowtel/flowtel/exporter/clickhouseflowsexporter"
 	flowstreamexporter "github.com/flowtel/flowtel/exporter/flowstreamexporter"
 	ipfixexporter "github.com/flowtel/flowtel/exporter/ipfixexporter"
+	k8scertificatesextension "github.com/flowtel/flowtel/extension/k8scertificatesextension"
 	servertlsextension "github.com/flowtel/flowtel/extension/servertlsextension"
 	flowcorrelationprocessor "github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
 	k8sflowprocessor "github.com/flowtel/flowtel/processor/k8sflowprocessor"
@@ -34,7 +35,7 @@ var sets = map[string]set{
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), antreaflowsreceiver.NewFactory(), conntrackreceiver.NewFactory()},
 		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory(), flowcorrelationprocessor.NewFactory(), nodeidentityprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory(), loadbalancingexporter.NewFactory()},
-		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory()},
+		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory(), k8scertificatesextension.NewFactory()},
 		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
 	},
 	"flowtel-node": {
@@ -47,7 +48,7 @@ var sets = map[string]set{
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), antreaflowsreceiver.NewFactory()},
 		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), flowcorrelationprocessor.NewFactory(), nodeidentityprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory()},
-		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory()},
+		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory(), k8scertificatesextension.NewFactory()},
 		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
 	},
 }

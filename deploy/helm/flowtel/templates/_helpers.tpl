@@ -98,6 +98,11 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 {{- $_ := unset $cfg.extensions "server_tls" -}}
 {{- $_ := set $cfg.service "extensions" (without $cfg.service.extensions "server_tls") -}}
 {{- end }}
+{{- if and .Values.tls.enabled .Values.tls.provision }}
+{{- /* The gateway makes and renews the certificates (the Role in gateway-certificates-rbac.yaml). */ -}}
+{{- $_ := set $cfg.extensions "k8s_certificates" (dict "auth_type" "serviceAccount" "wait_for_files" (list "/etc/flowtel/tls/tls.crt" "/etc/flowtel/tls/tls.key") "gateway_name" (include "flowtel.gateway.fullname" .) "node_name" (include "flowtel.node.fullname" .) "flowstream_name" (include "flowtel.flowstream.fullname" .)) -}}
+{{- $_ := set $cfg.service "extensions" (append $cfg.service.extensions "k8s_certificates") -}}
+{{- end }}
 {{- $_ := set $cfg.processors "flow_correlation" (deepCopy .Values.gateway.flowCorrelation) -}}
 {{- $exporters := $cfg.exporters -}}
 {{- $names := list -}}

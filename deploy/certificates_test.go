@@ -1,0 +1,194 @@
+//go:build integration
+
+package deploy_test
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/flowtel/flowtel/extension/k8scertificatesextension"
+	"github.com/flowtel/flowtel/internal/k8sindex"
+)
+
+// TestKustomizeMakesItsCertificates: deploy/kubernetes applied with nothing
+// else, and the gateway's k8s_certificates extension run with the gateway
+// ServiceAccount's token and only the shipped RBAC, creates every Secret the
+// Pods mount, with every key they mount, and the certificates chain as the
+// hops require (the node certificate to the node CA only).
+func TestKustomizeMakesItsCertificates(t *testing.T) {
+	c := startCluster(t)
+	for _, dir := range []string{".", "examples/flow-stream"} {
+		manifests := kustomize(t, dir)
+		c.apply(t, "deploy/kubernetes/"+dir, manifests)
+		objs := objects(t, manifests)
+		if dir == "." {
+			for _, v := range secretVolumes(t, objs) {
+				if _, err := c.Admin.CoreV1().Secrets("flowtel").Get(context.Background(), v.SecretName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					t.Fatalf("Secret %s exists before the gateway ran (%v): the test proves nothing", v.SecretName, err)
+				}
+			}
+		}
+		runCertificates(t, c, "flowtel", "flowtel")
+		checkSecretVolumes(t, c, "deploy/kubernetes/"+dir, "flowtel", objs)
+	}
+	checkHops(t, c, "flowtel", "flowtel")
+}
+
+// TestHelmMakesItsCertificates: the same for `helm template` with the
+// default values (tls.provision), a release "lab" in namespace "obs"; and
+// tls.provision=false renders no extension.
+func TestHelmMakesItsCertificates(t *testing.T) {
+	helm(t)
+	c := startCluster(t)
+	if out, err := c.kubectl(nil, "create", "namespace", "obs"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	manifests := helmTemplate(t, "lab", "obs", "")
+	c.apply(t, "helm template", manifests)
+	runCertificates(t, c, "obs", "lab-flowtel")
+	checkSecretVolumes(t, c, "helm template", "obs", objects(t, manifests))
+	checkHops(t, c, "obs", "lab-flowtel")
+	off := run(t, nil, helm(t), "template", "lab", chartDir(), "--namespace", "obs", "--set", "tls.provision=false")
+	if strings.Contains(string(off), "k8s_certificates") || strings.Contains(string(off), "optional: true") {
+		t.Error("tls.provision=false still runs the k8s_certificates extension or leaves the gateway's Secret volumes optional")
+	}
+}
+
+// checkSecretVolumes: every Secret volume of the workloads exists, with the
+// keys it mounts (all three of a certificate Secret, ca.crt of a CA Secret).
+func checkSecretVolumes(t *testing.T, c cluster, what, namespace string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, v := range secretVolumes(t, objs) {
+		s, err := c.Admin.CoreV1().Secrets(namespace).Get(context.Background(), v.SecretName, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("%s: Secret volume %s: %v", what, v.SecretName, err)
+			continue
+		}
+		want := []string{"tls.crt", "tls.key", "ca.crt"}
+		if len(v.Items) > 0 {
+			want = want[:0]
+			for _, it := range v.Items {
+				want = append(want, it.Key)
+			}
+		} else if len(s.Data) == 1 {
+			want = []string{"ca.crt"} // a CA Secret: its certificate alone
+		}
+		for _, k := range want {
+			if len(s.Data[k]) == 0 {
+				t.Errorf("%s: Secret %s has no %s", what, v.SecretName, k)
+			}
+		}
+	}
+}
+
+// runCertificates starts and stops the k8s_certificates extension as the
+// gateway's ServiceAccount (<prefix>-gateway), with the names the deployment
+// gives it.
+func runCertificates(t *testing.T, c cluster, namespace, prefix string) {
+	t.Helper()
+	sa := prefix + "-gateway"
+	token := serviceAccountToken(t, c, namespace, sa)
+	f := k8scertificatesextension.NewFactory()
+	cfg := f.CreateDefaultConfig().(*k8scertificatesextension.Config)
+	cfg.AuthType, cfg.KubeConfig, cfg.Namespace = k8sindex.AuthKubeConfig, c.Kubeconfig(t, namespace+"-"+sa, token), namespace
+	cfg.GatewayName, cfg.NodeName, cfg.FlowStreamName = prefix+"-gateway", prefix+"-node", prefix+"-flowstream"
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Shutdown(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// secretVolumes lists the Secret volumes of every workload's Pod template.
+func secretVolumes(t *testing.T, objs []*unstructured.Unstructured) []*corev1.SecretVolumeSource {
+	t.Helper()
+	var out []*corev1.SecretVolumeSource
+	for _, kind := range []string{"DaemonSet", "StatefulSet", "Deployment"} {
+		for _, o := range find(objs, kind) {
+			tmpl, ok, _ := unstructured.NestedMap(o.Object, "spec", "template")
+			if !ok {
+				t.Fatalf("%s %s: no Pod template", kind, o.GetName())
+			}
+			var pod corev1.PodTemplateSpec
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &pod); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range pod.Spec.Volumes {
+				if v.Secret != nil {
+					out = append(out, v.Secret)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no Secret volumes in the manifests")
+	}
+	return out
+}
+
+// checkHops verifies each certificate against the CA its peer requires, and
+// not against the other hop's.
+func checkHops(t *testing.T, c cluster, ns, prefix string) {
+	t.Helper()
+	get := func(name, key string) []byte {
+		s, err := c.Admin.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Data[key]
+	}
+	cert := func(name string) *x509.Certificate {
+		b, _ := pem.Decode(get(name, "tls.crt"))
+		if b == nil {
+			t.Fatalf("%s: no PEM certificate", name)
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	pool := func(name string) *x509.CertPool {
+		p := x509.NewCertPool()
+		if !p.AppendCertsFromPEM(get(name, "ca.crt")) {
+			t.Fatalf("%s: no ca.crt", name)
+		}
+		return p
+	}
+	gatewayCA, nodeCA := pool(prefix+"-gateway-ca"), pool(prefix+"-node-ca")
+	for _, h := range []struct {
+		secret, dns string
+		usage       x509.ExtKeyUsage
+		by, notBy   *x509.CertPool
+	}{
+		{prefix + "-gateway-tls", prefix + "-gateway." + ns + ".svc", x509.ExtKeyUsageServerAuth, gatewayCA, nodeCA},
+		{prefix + "-gateway-tls", "", x509.ExtKeyUsageClientAuth, gatewayCA, nodeCA},
+		{prefix + "-flowstream-tls", prefix + "-flowstream." + ns + ".svc", x509.ExtKeyUsageServerAuth, gatewayCA, nodeCA},
+		{prefix + "-node-tls", "", x509.ExtKeyUsageClientAuth, nodeCA, gatewayCA},
+	} {
+		opts := x509.VerifyOptions{Roots: h.by, DNSName: h.dns, KeyUsages: []x509.ExtKeyUsage{h.usage}}
+		if _, err := cert(h.secret).Verify(opts); err != nil {
+			t.Errorf("%s (%v): %v", h.secret, h.usage, err)
+		}
+		opts.Roots = h.notBy
+		if _, err := cert(h.secret).Verify(opts); err == nil {
+			t.Errorf("%s verifies against the other hop's CA", h.secret)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package k8scertificatesextension
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.uber.org/zap"
+
+	"github.com/flowtel/flowtel/internal/k8sindex"
+)
+
+// certificates checks the Secrets at start and every check_interval.
+type certificates struct {
+	cfg    Config
+	logger *zap.Logger
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// startTimeout bounds the first check, which Start waits for: the gateway's
+// own Secret volumes fill once the Secrets exist.
+const startTimeout = 30 * time.Second
+
+func (c *certificates) Start(ctx context.Context, _ component.Host) error {
+	ns, err := c.cfg.namespace()
+	if err != nil {
+		return err
+	}
+	c.cfg.Namespace = ns
+	client, err := k8sindex.NewClient(c.cfg.AuthType, c.cfg.KubeConfig, "flowtel-k8s-certificates")
+	if err != nil {
+		return err
+	}
+	p := &provisioner{client: client, cfg: &c.cfg, logger: c.logger, now: time.Now}
+	first, cancel := context.WithTimeout(ctx, startTimeout)
+	c.check(first, p)
+	cancel()
+	c.waitForFiles(ctx)
+
+	loop, stop := context.WithCancel(context.Background())
+	c.cancel = stop
+	c.done.Add(1)
+	go func() {
+		defer c.done.Done()
+		t := time.NewTicker(c.cfg.CheckInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-loop.Done():
+				return
+			case <-t.C:
+				c.check(loop, p)
+			}
+		}
+	}()
+	return nil
+}
+
+// check runs one pass and logs its outcome; failures are retried at the next
+// check (the API server may be briefly unreachable; the collector keeps running).
+func (c *certificates) check(ctx context.Context, p *provisioner) {
+	written, err := p.ensure(ctx)
+	if len(written) > 0 {
+		c.logger.Info("certificate Secrets written", zap.Strings("secrets", written), zap.String("namespace", c.cfg.Namespace))
+	}
+	switch {
+	case errors.Is(err, errNotOurs):
+		c.logger.Info("certificate Secrets exist that the extension did not make: leaving them alone", zap.Error(err))
+	case err != nil:
+		c.logger.Error("certificate Secrets not checked; trying again at the next check", zap.Error(err), zap.Duration("check_interval", c.cfg.CheckInterval))
+	}
+}
+
+func (c *certificates) Shutdown(context.Context) error {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.done.Wait()
+	return nil
+}
+
+// waitForFiles returns once every wait_for_files file has content, or after
+// wait_timeout (logged: the receivers then report the missing file).
+func (c *certificates) waitForFiles(ctx context.Context) {
+	if len(c.cfg.WaitForFiles) == 0 {
+		return
+	}
+	deadline := time.Now().Add(c.cfg.WaitTimeout)
+	for {
+		missing := ""
+		for _, f := range c.cfg.WaitForFiles {
+			if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+				missing = f
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			c.logger.Warn("certificate file still missing; starting anyway", zap.String("file", missing), zap.Duration("wait_timeout", c.cfg.WaitTimeout))
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
