@@ -304,8 +304,12 @@ func (c collector) validate(t *testing.T) map[string]any {
 	return raw
 }
 
+// nodeTokenAudience is the audience the gateway's node_identity takes tokens for.
+const nodeTokenAudience = "flowtel-gateway"
+
 // checkFiles: every *_file the configuration reads is mounted (and, for a
-// Secret volume with items, is one of them); every file_storage directory is
+// Secret volume with items, is one of them); the bearer token is a projected
+// ServiceAccount token for the gateway's audience; every file_storage directory is
 // on a writable volume (the root filesystem is read-only).
 func (c collector) checkFiles(t *testing.T, raw map[string]any) {
 	t.Helper()
@@ -331,6 +335,27 @@ func (c collector) checkFiles(t *testing.T, raw map[string]any) {
 				if !found {
 					t.Errorf("%s: %s = %s: Secret volume %s does not project %s", c.source, key, s, vol.Name, rel)
 				}
+			}
+		case leaf == "filename" && strings.HasPrefix(key, "extensions.bearertokenauth"):
+			// The token the gateway's node_identity reviews: the kubelet's
+			// projected ServiceAccount token, for the gateway's audience.
+			m, vol := mountOf(c.mounts, c.volumes, s)
+			if vol == nil || vol.Projected == nil {
+				t.Errorf("%s: %s = %s is not on a projected volume", c.source, key, s)
+				return
+			}
+			rel := strings.TrimPrefix(strings.TrimPrefix(s, m.MountPath), "/")
+			found := false
+			for _, src := range vol.Projected.Sources {
+				if tok := src.ServiceAccountToken; tok != nil && path.Clean(tok.Path) == rel {
+					found = true
+					if tok.Audience != nodeTokenAudience {
+						t.Errorf("%s: %s: the token's audience is %q, node_identity's is %q", c.source, key, tok.Audience, nodeTokenAudience)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s: %s = %s: volume %s projects no ServiceAccount token at %s", c.source, key, s, vol.Name, rel)
 			}
 		case leaf == "directory" && strings.HasPrefix(key, "extensions.file_storage"):
 			m, vol := mountOf(c.mounts, c.volumes, s)

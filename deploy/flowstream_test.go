@@ -65,6 +65,7 @@ func validateGateway(t *testing.T, files ...string) map[string]any {
 		uris = append(uris, "file:"+p)
 	}
 	t.Setenv("FLOWTEL_TLS_CLIENT_CA_FILE", "")
+	t.Setenv("POD_NAMESPACE", "flowtel") // the StatefulSet's downward API: node_identity's service_accounts
 	r, err := confmap.NewResolver(confmap.ResolverSettings{URIs: uris, ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()}})
 	if err != nil {
 		t.Fatal(err)

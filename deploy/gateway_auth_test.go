@@ -104,7 +104,10 @@ const gatewayTLSName = "flowtel-gateway.flowtel.svc" // what the shipped node co
 // loopback: ports, no Kubernetes index, and short timers (certificates
 // reloaded every 500 ms instead of every minute, by server_tls, which serves
 // the port, and by the receiver's fallback block; connections re-established
-// after connectionAge instead of an hour).
+// after connectionAge instead of an hour), and no node_identity: these
+// tests are about who may connect; the records they send are not a Node's
+// (node_identity runs against a real API server in its own tests and the
+// end-to-end bed).
 func startGateway(t *testing.T, dir, certFile, keyFile, clientCAFile, connectionAge string, extra ...string) (*bedcollector.Process, int) {
 	t.Helper()
 	bin, err := bedcollector.Binary(repoRoot(), distributions.Gateway)
@@ -127,6 +130,8 @@ service:
   telemetry:
     metrics:
       readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]
+  pipelines:
+    logs: {processors: [memory_limiter, flow_correlation]}
 `, health, otlpPort, connectionAge, metrics)
 	configs := []string{distributions.Config(distributions.Gateway)}
 	for i, e := range extra { // between the shipped file and the overlay
@@ -138,7 +143,8 @@ service:
 	defer cancel()
 	p, err := bedcollector.Start(ctx, bedcollector.Options{Name: "gateway", Binary: bin, Dir: dir,
 		Configs: configs, Config: overlay,
-		Env:        []string{"FLOWTEL_TLS_CERT_FILE=" + certFile, "FLOWTEL_TLS_KEY_FILE=" + keyFile, "FLOWTEL_TLS_CLIENT_CA_FILE=" + clientCAFile},
+		Env: []string{"FLOWTEL_TLS_CERT_FILE=" + certFile, "FLOWTEL_TLS_KEY_FILE=" + keyFile, "FLOWTEL_TLS_CLIENT_CA_FILE=" + clientCAFile,
+			"POD_NAMESPACE=flowtel"},
 		HealthPort: health, MetricsPort: metrics})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -232,6 +238,8 @@ func nodeExporter(t *testing.T, gatewayCA, certFile, keyFile string, otlpPort in
 		"sending_queue": map[string]any{"storage": nil},
 		"protocol": map[string]any{"otlp": map[string]any{
 			"tls": map[string]any{"reload_interval": "500ms"},
+			// No bearertokenauth extension in process: no token.
+			"auth": nil,
 		}},
 		"resolver": map[string]any{"k8s": map[string]any{"enabled": false},
 			"static": map[string]any{"hostnames": []any{fmt.Sprintf("127.0.0.1:%d", otlpPort)}}},

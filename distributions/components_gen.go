@@ -16,6 +16,7 @@ import (
 	conntrackreceiver "github.com/flowtel/flowtel/receiver/conntrackreceiver"
 	signaltometricsconnector "github.com/open-telemetry/opentelemetry-collector-contrib/connector/signaltometricsconnector"
 	loadbalancingexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
+	bearertokenauthextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"go.opentelemetry.io/collector/connector"
@@ -35,14 +36,14 @@ var sets = map[string]set{
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), antreaflowsreceiver.NewFactory(), conntrackreceiver.NewFactory()},
 		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory(), flowcorrelationprocessor.NewFactory(), nodeidentityprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), clickhouseflowsexporter.NewFactory(), flowstreamexporter.NewFactory(), loadbalancingexporter.NewFactory()},
-		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), servertlsextension.NewFactory(), k8scertificatesextension.NewFactory()},
+		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), bearertokenauthextension.NewFactory(), servertlsextension.NewFactory(), k8scertificatesextension.NewFactory()},
 		connectors: []connector.Factory{signaltometricsconnector.NewFactory()},
 	},
 	"flowtel-node": {
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), conntrackreceiver.NewFactory()},
 		processors: []processor.Factory{memorylimiterprocessor.NewFactory(), k8sflowprocessor.NewFactory()},
 		exporters:  []exporter.Factory{debugexporter.NewFactory(), otlpexporter.NewFactory(), ipfixexporter.NewFactory(), loadbalancingexporter.NewFactory()},
-		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory()},
+		extensions: []extension.Factory{healthcheckextension.NewFactory(), filestorage.NewFactory(), bearertokenauthextension.NewFactory()},
 	},
 	"flowtel-gateway": {
 		receivers:  []receiver.Factory{otlpreceiver.NewFactory(), antreaflowsreceiver.NewFactory()},

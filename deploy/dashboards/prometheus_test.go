@@ -67,8 +67,10 @@ service:
     metrics:
       readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]
   pipelines:
-    logs: {exporters: [clickhouse_flows, otlp/closed, signal_to_metrics]}
+    logs: {processors: [memory_limiter, flow_correlation], exporters: [clickhouse_flows, otlp/closed, signal_to_metrics]}
 `, health, otlpPort, srv.Endpoint(), port(), metricsPort),
+		// node_identity (not in the pipeline: this test sends no token) reads it.
+		Env: []string{"POD_NAMESPACE=flowtel"},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Stop() })

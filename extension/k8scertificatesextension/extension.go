@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/flowtel/flowtel/extension/k8scertificatesextension/internal/metadata"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -17,6 +20,7 @@ import (
 type certificates struct {
 	cfg    Config
 	logger *zap.Logger
+	tel    *metadata.TelemetryBuilder
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 }
@@ -60,19 +64,37 @@ func (c *certificates) Start(ctx context.Context, _ component.Host) error {
 	return nil
 }
 
-// check runs one pass and logs its outcome; failures are retried at the next
-// check (the API server may be briefly unreachable; the collector keeps running).
+// The outcomes of extension_k8s_certificates_checks, as metadata.yaml lists them.
+const (
+	checkOK      = "ok"
+	checkNotOurs = "not_ours"
+	checkFailed  = "failed"
+)
+
+// check runs one pass, logs and counts its outcome; failures are retried at
+// the next check (the API server may be briefly unreachable; the collector
+// keeps running).
 func (c *certificates) check(ctx context.Context, p *provisioner) {
 	written, err := p.ensure(ctx)
+	// Counted with a context of their own: ctx may be the first check's,
+	// expired by now.
+	bg := context.Background()
+	for _, name := range written {
+		c.tel.ExtensionK8sCertificatesSecretsWritten.Add(bg, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("secret", name))))
+	}
 	if len(written) > 0 {
 		c.logger.Info("certificate Secrets written", zap.Strings("secrets", written), zap.String("namespace", c.cfg.Namespace))
 	}
+	outcome := checkOK
 	switch {
 	case errors.Is(err, errNotOurs):
+		outcome = checkNotOurs
 		c.logger.Info("certificate Secrets exist that the extension did not make: leaving them alone", zap.Error(err))
 	case err != nil:
+		outcome = checkFailed
 		c.logger.Error("certificate Secrets not checked; trying again at the next check", zap.Error(err), zap.Duration("check_interval", c.cfg.CheckInterval))
 	}
+	c.tel.ExtensionK8sCertificatesChecks.Add(bg, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcome))))
 }
 
 func (c *certificates) Shutdown(context.Context) error {
@@ -80,6 +102,7 @@ func (c *certificates) Shutdown(context.Context) error {
 		c.cancel()
 	}
 	c.done.Wait()
+	c.tel.Shutdown()
 	return nil
 }
 

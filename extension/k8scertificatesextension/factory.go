@@ -34,5 +34,9 @@ func createDefaultConfig() component.Config {
 }
 
 func create(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return &certificates{cfg: *cfg.(*Config), logger: set.Logger}, nil
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	return &certificates{cfg: *cfg.(*Config), logger: set.Logger, tel: tel}, nil
 }

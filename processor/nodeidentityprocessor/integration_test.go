@@ -25,6 +25,8 @@ import (
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
+	"github.com/flowtel/flowtel/internal/senderauth"
 	"github.com/flowtel/flowtel/processor/nodeidentityprocessor/internal/metadata"
 	"github.com/flowtel/flowtel/testbed/controlplane"
 )
@@ -106,14 +108,21 @@ func sent(token string) context.Context {
 // reporter's side) is on sourceNode.
 type record struct{ reporter, sourceNode string }
 
-// logs are node collector records, under the resource of resourceNode.
+// logs are node collector records in the attribute form, under the
+// resource of resourceNode.
 func logs(resourceNode string, rs ...record) plog.Logs {
+	return encoded(attrcodec.Encode, resourceNode, rs...)
+}
+
+// encoded are node collector records written by encode (the attribute or
+// the compact form), under the resource of resourceNode.
+func encoded(encode func(*flowrecord.Record, plog.LogRecord), resourceNode string, rs ...record) plog.Logs {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	rl.Resource().Attributes().PutStr(resourceNodeName, resourceNode)
 	lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
 	for i, r := range rs {
-		attrcodec.Encode(&flowrecord.Record{
+		encode(&flowrecord.Record{
 			Start: time.Now(), End: time.Now(), Protocol: 6,
 			Source:      flowrecord.Endpoint{Address: netip.MustParseAddr("10.0.0.1"), Port: uint16(1000 + i), NodeName: r.sourceNode},
 			Destination: flowrecord.Endpoint{Address: netip.MustParseAddr("10.0.1.1"), Port: 80},
@@ -212,4 +221,40 @@ func TestNodeIdentityPodOnAnotherNode(t *testing.T) {
 	require.NoError(t, p.ConsumeLogs(sent(onB), logs("node-b", record{"node-a", ""})))
 	assert.Equal(t, 1, sink.LogRecordCount())
 	assert.Equal(t, int64(1), counter(t, tel, refused, "other_node"))
+}
+
+// TestNodeIdentityCompact: the shipped node configuration sends the compact
+// form; its records are checked as the attribute form's are, not refused as
+// undecodable.
+func TestNodeIdentityCompact(t *testing.T) {
+	l := newLab(t)
+	p, sink, tel := l.gateway(nil)
+	tok := l.token("flowtel", "flowtel-node", defaultAudience, l.pod)
+	require.NoError(t, p.ConsumeLogs(sent(tok), encoded(compactcodec.Encode, "node-a",
+		record{"node-a", "node-a"}, record{"node-b", "node-b"}, record{"node-a", ""})))
+	assert.Equal(t, 2, sink.LogRecordCount())
+	assert.Equal(t, int64(2), counter(t, tel, accepted, ""))
+	assert.Equal(t, int64(1), counter(t, tel, refused, "other_node"))
+	assert.Zero(t, counter(t, tel, refused, "undecodable"))
+	lr := sink.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
+	assert.True(t, compactcodec.IsCompact(lr), "passed on in the form it came")
+}
+
+// TestNodeIdentityAntreaAgents: records the antrea_flows receiver marked
+// (an agent it authenticated by certificate) pass unchecked and are counted
+// so; the same mark sent as a request header is not a mark.
+func TestNodeIdentityAntreaAgents(t *testing.T) {
+	l := newLab(t)
+	p, sink, tel := l.gateway(nil)
+	ctx := senderauth.WithAntreaAgent(context.Background(), "tcp")
+	require.NoError(t, p.ConsumeLogs(ctx, logs("node-b", record{"node-b", "node-b"}, record{"node-a", "node-a"})))
+	assert.Equal(t, 2, sink.LogRecordCount())
+	assert.Equal(t, int64(2), counter(t, tel, "otelcol_processor_node_identity_records_unchecked", ""))
+
+	forged := client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(map[string][]string{
+		senderauth.AttrSender: {"antrea-agent"}})})
+	err := p.ConsumeLogs(forged, logs("node-b", record{"node-b", "node-b"}))
+	require.Error(t, err)
+	assert.Equal(t, int64(1), counter(t, tel, refused, "no_token"))
+	assert.Equal(t, 2, sink.LogRecordCount())
 }

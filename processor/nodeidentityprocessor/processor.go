@@ -20,6 +20,8 @@ import (
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
+	"github.com/flowtel/flowtel/internal/senderauth"
 	"github.com/flowtel/flowtel/processor/nodeidentityprocessor/internal/metadata"
 )
 
@@ -78,6 +80,13 @@ func (p *nodeIdentity) shutdown(context.Context) error {
 // with a permanent error: sending it again would not change the answer.
 func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
 	n := int64(ld.LogRecordCount())
+	if senderauth.IsAntreaAgent(ctx) {
+		// An Antrea agent's records, authenticated by the antrea_flows
+		// receiver with its client certificate: agents send no token, and
+		// Antrea gives them all one certificate, so no Node can be checked.
+		p.tel.ProcessorNodeIdentityRecordsUnchecked.Add(ctx, n)
+		return ld, nil
+	}
 	node, reason, err := p.senderNode(ctx)
 	if err != nil {
 		p.refuse(ctx, n, reason, err)
@@ -99,7 +108,7 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 		}
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
-				if err := attrcodec.Decode(lr, &rec); err != nil {
+				if err := decode(lr, &rec); err != nil {
 					refused[refusedUndecodable]++
 					return true
 				}
@@ -125,15 +134,34 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 	return ld, nil
 }
 
+// decode reads a record in either form a node collector sends: compact (the
+// shipped node configuration) or attributes.
+func decode(lr plog.LogRecord, rec *flowrecord.Record) error {
+	if compactcodec.IsCompact(lr) {
+		return compactcodec.Decode(lr, rec, nil)
+	}
+	return attrcodec.Decode(lr, rec)
+}
+
 // otherNode returns the Node a record names that is not node: its reporter,
-// or the endpoint on the reporter's side ("" when it names only node).
+// or the endpoint on the reporter's side ("" when it names only node). The
+// reporter's side is the source of a source half and of an intra-Node
+// record, the destination of a destination half; a destination half whose
+// connection this Node's front end (a NodePort) DNATed on to an endpoint on
+// another Node, and its relay leg, have no endpoint here: only the reporter
+// is checked.
 func otherNode(r *flowrecord.Record, node string) string {
 	if r.Reporter.NodeName != node {
 		return cmpOr(r.Reporter.NodeName, "(none)")
 	}
-	local := r.Source.NodeName
-	if r.Reporter.Side == flowrecord.SideDestination {
-		local = r.Destination.NodeName
+	var local string
+	switch r.Reporter.Side {
+	case flowrecord.SideSource, flowrecord.SideBoth:
+		local = r.Source.NodeName
+	case flowrecord.SideDestination:
+		if !r.DNATed() {
+			local = r.Destination.NodeName
+		}
 	}
 	if local != "" && local != node {
 		return local

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/flowtel/flowtel/internal/senderauth"
 	"github.com/flowtel/flowtel/receiver/antreaflowsreceiver/internal/metadata"
 )
 
@@ -117,7 +118,9 @@ func (r *antreaReceiver) deliver(ctx context.Context, records []agentRecord, tra
 	if n == 0 {
 		return
 	}
-	if err := r.next.ConsumeLogs(ctx, logs); err != nil {
+	// Marked as an agent's: the gateway's node_identity processor lets it
+	// pass, since this receiver, not a bearer token, authenticated the sender.
+	if err := r.next.ConsumeLogs(senderauth.WithAntreaAgent(ctx, string(transport)), logs); err != nil {
 		r.tel.ReceiverAntreaFlowsRecordsDropped.Add(ctx, int64(n), dropConsumerError)
 		r.set.Logger.Warn("antrea_flows: the next consumer refused records; they are lost", zap.Int("records", n), zap.Error(err))
 		return

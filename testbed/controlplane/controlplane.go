@@ -208,6 +208,25 @@ func (cp *ControlPlane) ServiceAccount(t testing.TB, namespace, name string, clu
 	return tr.Status.Token
 }
 
+// PodToken creates Pod namespace/pod on node, running as ServiceAccount
+// serviceAccount (which must exist), and returns a token of that
+// ServiceAccount for audience bound to the Pod: what the kubelet mounts from a
+// projected serviceAccountToken volume. TokenReview names the Pod's Node.
+func (cp *ControlPlane) PodToken(t testing.TB, namespace, pod, serviceAccount, node, audience string) string {
+	t.Helper()
+	ctx := context.Background()
+	p, err := cp.Admin.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod},
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: serviceAccount,
+			Containers: []corev1.Container{{Name: "collector", Image: "registry.example/collector:test"}}}}, metav1.CreateOptions{})
+	must(t, err)
+	tr, err := cp.Admin.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr(int64(3600)),
+			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	return tr.Status.Token
+}
+
 // writeClientCA creates the client CA and returns its certificate file.
 func (cp *ControlPlane) writeClientCA(t testing.TB, dir string) string {
 	t.Helper()

@@ -244,11 +244,20 @@ func startBed(t testing.TB, opt options) *bed {
 		require.NoError(t, cluster.RegisterService(ctx, cp.Admin, s, portName))
 	}
 	kubeconfig := cp.Kubeconfig(t, "flowtel", cp.AdminToken)
+	// Node identity as deployed: each node collector runs as ServiceAccount
+	// flowtel-node in a Pod on its Node and sends that Pod's projected token;
+	// the gateways review it as ServiceAccount flowtel-gateway, bound to
+	// system:auth-delegator.
+	cp.ServiceAccount(t, "flowtel", "flowtel-node")
+	nodeTokens := map[string]string{}
+	for _, n := range b.lab.Nodes {
+		nodeTokens[n.Name] = cp.PodToken(t, "flowtel", "flowtel-node-"+n.Name, "flowtel-node", n.Name, "flowtel-gateway")
+	}
 
 	// Sinks and collectors.
 	t.Log("bed: sinks (ClickHouse, IPFIX) and flowtel's collectors")
 	b.ch = chserver.Start(t, chserver.Options{})
-	sinks := gatewaySinks{clickhouse: b.ch.Endpoint()}
+	sinks := gatewaySinks{clickhouse: b.ch.Endpoint(), identity: cp.DelegatingServiceAccount(t, "flowtel", "flowtel-gateway", false)}
 	if opt.asShipped {
 		opt.nodeStorage = true
 		opt.conntrackExtra += ", denied: {}"
@@ -269,6 +278,9 @@ func startBed(t testing.TB, opt options) *bed {
 		sinks.otlp = opt.otlpTo
 	}
 	dir := t.TempDir()
+	for name, token := range nodeTokens {
+		require.NoError(t, os.WriteFile(nodeTokenFile(dir, name), []byte(token), 0o600))
+	}
 	if opt.antreaAgents {
 		require.Equal(t, 1, opt.gateways, "agents export to one gateway")
 		opt.agentEndpoint = fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -325,8 +337,10 @@ const telemetry = `
 
 // gatewaySinks are the endpoints a gateway exports to; empty: not exported.
 // kubeconfig, when set, gives the gateway its Kubernetes index (as shipped);
-// empty: none.
-type gatewaySinks struct{ clickhouse, ipfix, otlp, kubeconfig, antreaIPFIX string }
+// empty: none. identity, when set, is the kubeconfig node_identity reviews
+// the node collectors' tokens with (as shipped); empty: no node_identity in
+// the pipeline.
+type gatewaySinks struct{ clickhouse, ipfix, otlp, kubeconfig, antreaIPFIX, identity string }
 
 // The bed runs the shipped configurations of distributions/ (what kustomize,
 // Helm and the Operator deploy), each with a small overlay the collector merges
@@ -357,7 +371,7 @@ func gatewayCollector(t testing.TB, name, binary, dir string, otlpPort int, sink
 	return collector.Options{Name: name, Binary: binary, Dir: dir,
 		Configs: []string{distributions.Config(distributions.Gateway)}, Config: gatewayOverlay(otlpPort, sinks),
 		Env: []string{"FLOWTEL_TLS_CERT_FILE=" + filepath.Join(certs, "gateway.crt"), "FLOWTEL_TLS_KEY_FILE=" + filepath.Join(certs, "gateway.key"),
-			"FLOWTEL_TLS_CLIENT_CA_FILE=" + filepath.Join(certs, "node-ca.crt")}}
+			"FLOWTEL_TLS_CLIENT_CA_FILE=" + filepath.Join(certs, "node-ca.crt"), "POD_NAMESPACE=flowtel"}}
 }
 
 // gatewayOverlay: OTLP on loopback, no Kubernetes index unless the sinks
@@ -379,6 +393,11 @@ func gatewayOverlay(otlpPort int, sinks gatewaySinks) string {
 	if sinks.kubeconfig != "" {
 		index = fmt.Sprintf("{auth_type: kubeConfig, kubeconfig: %s}", sinks.kubeconfig)
 	}
+	identity := fmt.Sprintf("  node_identity: {auth_type: kubeConfig, kubeconfig: %s}\n", sinks.identity)
+	processors := "[memory_limiter, node_identity, flow_correlation]"
+	if sinks.identity == "" {
+		identity, processors = "", "[memory_limiter, flow_correlation]"
+	}
 	receivers, antrea := "[otlp]", ""
 	if sinks.antreaIPFIX != "" {
 		receivers = "[otlp, antrea_flows]"
@@ -390,7 +409,7 @@ extensions:
 receivers:
   otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d"}}}
 %sprocessors:
-  flow_correlation: {active_timeout: 3s, inactive_timeout: 6s, pairing_timeout: 10s, kubernetes: %s}
+%s  flow_correlation: {active_timeout: 3s, inactive_timeout: 6s, pairing_timeout: 10s, kubernetes: %s}
 exporters:
   clickhouse_flows:
     endpoint: %s
@@ -399,20 +418,25 @@ exporters:
     sending_queue: {batch: {flush_timeout: 500ms, min_size: 1}}
 %sservice:
   pipelines:
-    logs: {receivers: %s, exporters: [%s, signal_to_metrics]}
-`+telemetry, otlpPort, antrea, index, sinks.clickhouse, extra.String(), receivers, strings.Join(exporters, ", "))
+    logs: {receivers: %s, processors: %s, exporters: [%s, signal_to_metrics]}
+`+telemetry, otlpPort, antrea, identity, index, sinks.clickhouse, extra.String(), receivers, processors, strings.Join(exporters, ", "))
 }
+
+// nodeTokenFile is where the bed keeps node's projected ServiceAccount token.
+func nodeTokenFile(dir, node string) string { return filepath.Join(dir, node+".token") }
 
 // nodeCollector starts node n's collector the way the DaemonSet runs it: it
 // verifies the gateway's certificate (flowtel-gateway.flowtel.svc, whichever
-// address it dials) and presents the node client certificate.
+// address it dials), presents the node client certificate and sends its
+// Pod's token (nodeTokenFile).
 func nodeCollector(t testing.TB, n *netlab.Node, binary, kubeconfig string, gateways []string, opt options, dir string) collector.Options {
 	certs := bedCerts(t, dir)
 	return collector.Options{Name: n.Name, Binary: binary, Dir: dir,
 		Configs: []string{distributions.Config(distributions.Node)}, Config: nodeOverlay(n, kubeconfig, gateways, opt),
 		Env: []string{"K8S_NODE_NAME=" + n.Name, "POD_NAMESPACE=flowtel", "FLOWTEL_STORAGE_DIR=" + filepath.Join(dir, n.Name+"-storage"),
 			"FLOWTEL_GATEWAY_CA_FILE=" + filepath.Join(certs, "ca.crt"),
-			"FLOWTEL_TLS_CERT_FILE=" + filepath.Join(certs, "node.crt"), "FLOWTEL_TLS_KEY_FILE=" + filepath.Join(certs, "node.key")}}
+			"FLOWTEL_TLS_CERT_FILE=" + filepath.Join(certs, "node.crt"), "FLOWTEL_TLS_KEY_FILE=" + filepath.Join(certs, "node.key"),
+			"FLOWTEL_NODE_TOKEN_FILE=" + nodeTokenFile(dir, n.Name)}}
 }
 
 // nodeOverlay: node n's network namespace and the test's timers, the bed's
@@ -422,9 +446,9 @@ func nodeOverlay(n *netlab.Node, kubeconfig string, gateways []string, opt optio
 	if opt.poll == 0 {
 		opt.poll, opt.active, opt.idle = time.Second, 2*time.Second, 2*time.Second
 	}
-	extensions, noStorage, queue, tapExp, exporters := "health_check, file_storage", "", "", "", "load_balancing"
+	extensions, noStorage, queue, tapExp, exporters := "health_check, bearertokenauth, file_storage", "", "", "", "load_balancing"
 	if !opt.nodeStorage {
-		extensions, noStorage, queue = "health_check", ", storage: null", "\n    sending_queue: {storage: null}"
+		extensions, noStorage, queue = "health_check, bearertokenauth", ", storage: null", "\n    sending_queue: {storage: null}"
 	}
 	if opt.nodeTap != "" {
 		tapExp = fmt.Sprintf("  otlp/tap: {endpoint: %q, tls: {insecure: true}}\n", opt.nodeTap)

@@ -118,7 +118,7 @@ func benchmarkGateway(b *testing.B, sh loadShape, conns int) {
 	var endpoints []string
 	for i := range replicas {
 		port := freePort(b)
-		g, _ := startCollector(b, ctx, collector.Options{Name: fmt.Sprintf("gateway-%d", i), Binary: gatewayBin, Dir: dir, Env: runtimeEnv,
+		g, _ := startCollector(b, ctx, collector.Options{Name: fmt.Sprintf("gateway-%d", i), Binary: gatewayBin, Dir: dir, Env: append(runtimeEnv, "POD_NAMESPACE=flowtel"),
 			Configs: []string{distributions.Config(distributions.Gateway)}, Config: loadGatewayOverlay(port, sink, sh.sinkCompression)})
 		gateways = append(gateways, g)
 		endpoints = append(endpoints, fmt.Sprintf("127.0.0.1:%d", port))
@@ -220,7 +220,9 @@ func shippedGatewayRuntimeEnv(b *testing.B) []string {
 }
 
 // loadGatewayOverlay is what the shipped gateway configuration needs for the
-// load run: plaintext OTLP on loopback, no Kubernetes index, the OTLP sink.
+// load run: plaintext OTLP on loopback, no Kubernetes index, the OTLP sink,
+// and no node_identity (the load comes from no node collector's Pod: it has
+// no token, and a token is never sent in plaintext).
 func loadGatewayOverlay(otlpPort int, sink, compression string) string {
 	return fmt.Sprintf(`
 extensions:
@@ -233,7 +235,7 @@ exporters:
   otlp: {endpoint: %q, compression: %s, tls: {insecure: true}}
 service:
   pipelines:
-    logs: {exporters: [otlp, signal_to_metrics]}
+    logs: {processors: [memory_limiter, flow_correlation], exporters: [otlp, signal_to_metrics]}
 `+telemetry, otlpPort, sink, compression)
 }
 

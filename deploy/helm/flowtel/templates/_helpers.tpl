@@ -76,12 +76,27 @@ the file reads from the environment, node-daemonset.yaml sets.
 {{- if not .Values.tls.enabled }}
 {{- $_ := set $lb.protocol.otlp "tls" (dict "insecure" true) -}}
 {{- end }}
+{{- if not (include "flowtel.nodeIdentity" .) }}
+{{- /* No token: the gateway does not ask for one (nodeIdentity.enabled=false, or plaintext, which must not carry it). */ -}}
+{{- $_ := unset $lb.protocol.otlp "auth" -}}
+{{- $_ := unset $cfg.extensions "bearertokenauth" -}}
+{{- $_ := set $cfg.service "extensions" (without $cfg.service.extensions "bearertokenauth") -}}
+{{- end }}
 {{- if eq .Values.gateway.resolver "dns" }}
 {{- $_ := set $lb "resolver" (dict "dns" (dict "hostname" (printf "%s.%s.svc.%s" (include "flowtel.gateway.fullname" .) .Release.Namespace .Values.clusterDomain) "port" "4317")) -}}
 {{- else if ne .Values.gateway.resolver "k8s" }}
 {{- fail (printf "gateway.resolver: %q is not k8s or dns" .Values.gateway.resolver) -}}
 {{- end }}
 {{- toYaml (mustMergeOverwrite $cfg (deepCopy .Values.node.config)) }}
+{{- end }}
+
+{{/*
+"true" when the gateway checks each node collector's Node (node_identity) from
+its projected ServiceAccount token: nodeIdentity.enabled and TLS (a bearer
+token is never sent in plaintext); "" otherwise.
+*/}}
+{{- define "flowtel.nodeIdentity" -}}
+{{- if and .Values.nodeIdentity.enabled .Values.tls.enabled }}true{{ end -}}
 {{- end }}
 
 {{/*
@@ -102,6 +117,10 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 {{- /* The gateway makes and renews the certificates (the Role in gateway-certificates-rbac.yaml). */ -}}
 {{- $_ := set $cfg.extensions "k8s_certificates" (dict "auth_type" "serviceAccount" "wait_for_files" (list "/etc/flowtel/tls/tls.crt" "/etc/flowtel/tls/tls.key") "gateway_name" (include "flowtel.gateway.fullname" .) "node_name" (include "flowtel.node.fullname" .) "flowstream_name" (include "flowtel.flowstream.fullname" .)) -}}
 {{- $_ := set $cfg.service "extensions" (append $cfg.service.extensions "k8s_certificates") -}}
+{{- end }}
+{{- if not (include "flowtel.nodeIdentity" .) }}
+{{- $_ := unset $cfg.processors "node_identity" -}}
+{{- $_ := set $cfg.service.pipelines.logs "processors" (without $cfg.service.pipelines.logs.processors "node_identity") -}}
 {{- end }}
 {{- $_ := set $cfg.processors "flow_correlation" (deepCopy .Values.gateway.flowCorrelation) -}}
 {{- $exporters := $cfg.exporters -}}

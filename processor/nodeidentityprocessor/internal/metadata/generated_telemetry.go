@@ -23,12 +23,13 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                metric.Meter
-	mu                                   sync.Mutex
-	registrations                        []metric.Registration
-	ProcessorNodeIdentityRecordsAccepted metric.Int64Counter
-	ProcessorNodeIdentityRecordsRefused  metric.Int64Counter
-	ProcessorNodeIdentityTokenReviews    metric.Int64Counter
+	meter                                 metric.Meter
+	mu                                    sync.Mutex
+	registrations                         []metric.Registration
+	ProcessorNodeIdentityRecordsAccepted  metric.Int64Counter
+	ProcessorNodeIdentityRecordsRefused   metric.Int64Counter
+	ProcessorNodeIdentityRecordsUnchecked metric.Int64Counter
+	ProcessorNodeIdentityTokenReviews     metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -69,6 +70,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ProcessorNodeIdentityRecordsRefused, err = builder.meter.Int64Counter(
 		"otelcol_processor_node_identity_records_refused",
 		metric.WithDescription("Flow records refused, by reason (no_token, invalid_token, not_allowed, unbound_token, other_node, undecodable). [Development]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorNodeIdentityRecordsUnchecked, err = builder.meter.Int64Counter(
+		"otelcol_processor_node_identity_records_unchecked",
+		metric.WithDescription("Flow records of Antrea agents, passed on unchecked (the antrea_flows receiver authenticated the agent by its client certificate; an agent sends no token naming its Node). [Development]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

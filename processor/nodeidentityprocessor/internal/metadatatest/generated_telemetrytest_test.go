@@ -21,11 +21,15 @@ func TestSetupTelemetry(t *testing.T) {
 	defer tb.Shutdown()
 	tb.ProcessorNodeIdentityRecordsAccepted.Add(context.Background(), 1)
 	tb.ProcessorNodeIdentityRecordsRefused.Add(context.Background(), 1)
+	tb.ProcessorNodeIdentityRecordsUnchecked.Add(context.Background(), 1)
 	tb.ProcessorNodeIdentityTokenReviews.Add(context.Background(), 1)
 	AssertEqualProcessorNodeIdentityRecordsAccepted(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorNodeIdentityRecordsRefused(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorNodeIdentityRecordsUnchecked(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorNodeIdentityTokenReviews(t, testTel,
