@@ -81,7 +81,7 @@ func TestAPIServerAcceptsKustomize(t *testing.T) {
 	c.rejects(t, "deploy/kubernetes", base, "maxUnavailable: 10%", "maxUnavailable: ten")
 
 	checkNodeRBAC(t, c, "flowtel", "flowtel-node")
-	checkGatewayRBAC(t, c, "flowtel", "flowtel-gateway")
+	checkGatewayRBAC(t, c, "flowtel", "flowtel-gateway", true)
 
 	// Moved to another namespace: the binding follows the ServiceAccount.
 	c.apply(t, "deploy/kubernetes/examples/other-namespace", kustomize(t, "examples/other-namespace"))
@@ -104,7 +104,8 @@ func TestAPIServerAcceptsHelmTemplate(t *testing.T) {
 		}
 		c.apply(t, "helm template "+v, manifests)
 		checkNodeRBAC(t, c, ns, release+"-flowtel-node")
-		checkGatewayRBAC(t, c, ns, release+"-flowtel-gateway")
+		// node_identity, and the right to review tokens, unless the values turn it off.
+		checkGatewayRBAC(t, c, ns, release+"-flowtel-gateway", strings.Contains(string(manifests), "node_identity:"))
 	}
 }
 
@@ -153,7 +154,7 @@ func TestAPIServerAcceptsOperatorCRs(t *testing.T) {
 	c.rejects(t, "operator/node.yaml", node, "mode: daemonset", "mode: everywhere")
 
 	checkNodeRBAC(t, c, "flowtel", "flowtel-node")
-	checkGatewayRBAC(t, c, "flowtel", "flowtel-gateway")
+	checkGatewayRBAC(t, c, "flowtel", "flowtel-gateway", true)
 }
 
 func serviceAccountUser(namespace, name string) (string, []string) {
@@ -263,8 +264,9 @@ func serviceAccountToken(t *testing.T, c cluster, namespace, name string) string
 
 // checkGatewayRBAC: the gateway's ServiceAccount may read what
 // flow_correlation's kubernetes index reads, the real processor starts and
-// syncs with its token, and it can neither read Secrets nor write.
-func checkGatewayRBAC(t *testing.T, c cluster, namespace, sa string) {
+// syncs with its token, it may create TokenReviews exactly when its
+// configuration runs node_identity, and it can neither read Secrets nor write.
+func checkGatewayRBAC(t *testing.T, c cluster, namespace, sa string, nodeIdentity bool) {
 	t.Helper()
 	for _, res := range k8sindex.Watched {
 		for _, verb := range []string{"get", "list", "watch"} {
@@ -275,6 +277,12 @@ func checkGatewayRBAC(t *testing.T, c cluster, namespace, sa string) {
 	}
 	if !allowed(t, c, namespace, sa, authzv1.ResourceAttributes{Verb: "get", Resource: k8sindex.ClusterIdentity.Resource, Name: k8sindex.ClusterIdentityNamespace}) {
 		t.Errorf("%s/%s may not get namespace %s (the cluster UID)", namespace, sa, k8sindex.ClusterIdentityNamespace)
+	}
+	switch may := allowed(t, c, namespace, sa, authzv1.ResourceAttributes{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"}); {
+	case nodeIdentity && !may:
+		t.Errorf("%s/%s may not create tokenreviews; node_identity reviews the node collectors' tokens (system:auth-delegator)", namespace, sa)
+	case !nodeIdentity && may:
+		t.Errorf("%s/%s may create tokenreviews without node_identity in its configuration", namespace, sa)
 	}
 	for _, a := range []authzv1.ResourceAttributes{
 		{Verb: "get", Resource: "secrets", Namespace: namespace},
