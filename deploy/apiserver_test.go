@@ -134,6 +134,21 @@ func operatorCRD(t *testing.T) string {
 
 func TestAPIServerAcceptsOperatorCRs(t *testing.T) {
 	c := startCluster(t)
+	installOperatorCRD(t, c)
+	c.apply(t, "operator/rbac.yaml", readFile(t, "operator/rbac.yaml"))
+	node := readFile(t, "operator/node.yaml")
+	c.apply(t, "operator/node.yaml", node)
+	c.apply(t, "operator/gateway.yaml", readFile(t, "operator/gateway.yaml"))
+	c.rejects(t, "operator/node.yaml", node, "mode: daemonset", "mode: everywhere")
+
+	checkNodeRBAC(t, c, "flowtel", "flowtel-node")
+	checkGatewayRBAC(t, c, "flowtel", "flowtel-gateway", true)
+}
+
+// installOperatorCRD installs the Operator's OpenTelemetryCollector CRD and
+// waits until the API server serves it.
+func installOperatorCRD(t *testing.T, c cluster) {
+	t.Helper()
 	crd := operatorCRD(t)
 	if out, err := c.kubectl(nil, "apply", "--server-side", "-f", crd); err != nil {
 		t.Fatalf("installing the Operator's CRD: %v\n%s", err, out)
@@ -147,14 +162,6 @@ func TestAPIServerAcceptsOperatorCRs(t *testing.T) {
 			t.Fatal("the Operator's CRD is not Established after 60 s")
 		}
 	}
-	c.apply(t, "operator/rbac.yaml", readFile(t, "operator/rbac.yaml"))
-	node := readFile(t, "operator/node.yaml")
-	c.apply(t, "operator/node.yaml", node)
-	c.apply(t, "operator/gateway.yaml", readFile(t, "operator/gateway.yaml"))
-	c.rejects(t, "operator/node.yaml", node, "mode: daemonset", "mode: everywhere")
-
-	checkNodeRBAC(t, c, "flowtel", "flowtel-node")
-	checkGatewayRBAC(t, c, "flowtel", "flowtel-gateway", true)
 }
 
 func serviceAccountUser(namespace, name string) (string, []string) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -62,6 +63,47 @@ func TestHelmMakesItsCertificates(t *testing.T) {
 	off := run(t, nil, helm(t), "template", "lab", chartDir(), "--namespace", "obs", "--set", "tls.provision=false")
 	if strings.Contains(string(off), "k8s_certificates") || strings.Contains(string(off), "optional: true") {
 		t.Error("tls.provision=false still runs the k8s_certificates extension or leaves the gateway's Secret volumes optional")
+	}
+}
+
+// TestOperatorMakesItsCertificates: the same for the Operator CRs, whose
+// gateway runs k8s_certificates from its one configuration (gateway.yaml's
+// spec.config) with the Role rbac.yaml grants, the kustomize base's rules.
+func TestOperatorMakesItsCertificates(t *testing.T) {
+	c := startCluster(t)
+	installOperatorCRD(t, c)
+	var objs []*unstructured.Unstructured
+	for _, f := range []string{"operator/rbac.yaml", "operator/node.yaml", "operator/gateway.yaml", "operator/flowstream.yaml"} {
+		manifests := readFile(t, f)
+		c.apply(t, f, manifests)
+		objs = append(objs, objects(t, manifests)...)
+	}
+	for _, v := range secretVolumes(t, objs) {
+		if _, err := c.Admin.CoreV1().Secrets("flowtel").Get(context.Background(), v.SecretName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("Secret %s exists before the gateway ran (%v): the test proves nothing", v.SecretName, err)
+		}
+	}
+	_, gw := operatorCRs(t)
+	raw := operatorCollector(t, "operator", gw).validate(t)
+	if _, ok := at(raw, "extensions", "k8s_certificates").(map[string]any); !ok {
+		t.Fatal("the gateway CR's configuration has no k8s_certificates extension")
+	}
+	runCertificates(t, c, "flowtel", "flowtel")
+	checkSecretVolumes(t, c, "deploy/operator", "flowtel", objs)
+	checkHops(t, c, "flowtel", "flowtel")
+
+	rules := func(file string) any {
+		for _, o := range objects(t, readFile(t, file)) {
+			if o.GetKind() == "Role" {
+				r, _, _ := unstructured.NestedSlice(o.Object, "rules")
+				return r
+			}
+		}
+		t.Fatalf("%s: no Role", file)
+		return nil
+	}
+	if a, b := rules("operator/rbac.yaml"), rules("kubernetes/base/gateway/role.yaml"); !reflect.DeepEqual(a, b) {
+		t.Errorf("the Operator's certificates Role %v differs from the kustomize base's %v", a, b)
 	}
 }
 
@@ -133,6 +175,19 @@ func secretVolumes(t *testing.T, objs []*unstructured.Unstructured) []*corev1.Se
 				if v.Secret != nil {
 					out = append(out, v.Secret)
 				}
+			}
+		}
+	}
+	// The Operator's CRs hold the Pod's volumes in spec.volumes.
+	for _, o := range find(objs, "OpenTelemetryCollector") {
+		vols, _, _ := unstructured.NestedSlice(o.Object, "spec", "volumes")
+		for _, raw := range vols {
+			var v corev1.Volume
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw.(map[string]any), &v); err != nil {
+				t.Fatal(err)
+			}
+			if v.Secret != nil {
+				out = append(out, v.Secret)
 			}
 		}
 	}

@@ -51,6 +51,38 @@ func operatorCR(t *testing.T, cr, config []byte) []byte {
 	return out.Bytes()
 }
 
+// certificatesFile is the kustomize base's second gateway configuration,
+// which turns the k8s_certificates extension on.
+const certificatesFile = "kubernetes/base/config/certificates.yaml"
+
+// withCertificates is the gateway configuration with certificates.yaml merged
+// in, for the Operator CR: the Operator gives a collector one configuration
+// file, so the extension goes into it (under extensions, and in
+// service.extensions as certificates.yaml lists them).
+func withCertificates(t *testing.T, gateway []byte) []byte {
+	t.Helper()
+	certs := string(readFile(t, certificatesFile))
+	_, rest, ok := strings.Cut(certs, "\nextensions:\n")
+	require.True(t, ok, "%s: no extensions section", certificatesFile)
+	ext, svc, ok := strings.Cut(rest, "service:\n")
+	require.True(t, ok, "%s: no service section", certificatesFile)
+	lines := strings.Split(strings.TrimRight(svc, "\n"), "\n")
+	list := lines[len(lines)-1]
+	require.True(t, strings.HasPrefix(list, "  extensions: ["), "%s: service.extensions is not its last line", certificatesFile)
+	out := string(gateway)
+	const top = "\nextensions:\n"
+	require.Contains(t, out, top)
+	out = strings.Replace(out, top, top+"  # From deploy/"+certificatesFile+": the gateway makes and renews the certificates.\n"+ext, 1)
+	const shipped = "\n  extensions: [health_check, server_tls]\n"
+	require.Contains(t, out, shipped, "the gateway configuration's service.extensions changed: update withCertificates")
+	out = strings.Replace(out, shipped, "\n"+list+"\n", 1)
+	header := "# GENERATED from distributions/flowtel-gateway/config.yaml and deploy/" + certificatesFile + "\n" +
+		"# (edit those files, then run FLOWTEL_UPDATE_GENERATED=1 go test -run TestConfigsEmbedded ./deploy).\n"
+	_, body, _ := strings.Cut(out, "\n") // embedded()'s header: two lines
+	_, body, _ = strings.Cut(body, "\n")
+	return []byte(header + body)
+}
+
 // The kustomize base, the Helm chart and the Operator CRs run the roles'
 // configurations of distributions/, byte for byte: kustomize and Helm can only
 // read files below their own directory, so they hold copies, and the Operator
@@ -73,6 +105,9 @@ func TestConfigsEmbedded(t *testing.T) {
 		check("kubernetes/base/config/"+r.role+".yaml", cfg)
 		check("helm/flowtel/config/"+r.role+".yaml", cfg)
 		cr := "operator/" + r.role + ".yaml"
+		if r.dist == distributions.Gateway {
+			cfg = withCertificates(t, cfg)
+		}
 		check(cr, operatorCR(t, readFile(t, cr), cfg))
 	}
 }
