@@ -50,6 +50,8 @@ type cluster struct {
 	cfg  *Config
 	exp  exporter.Logs
 	addr string
+	// tel is the exporter's telemetry, kept across restarts.
+	tel *componenttest.Telemetry
 	// proxy, when set, stands between the exporter and the API server.
 	proxy *tcpProxy
 }
@@ -111,7 +113,13 @@ func (c *cluster) startExporter(t *testing.T, canReadClientCA bool, opts ...clus
 // run starts an exporter from c.cfg.
 func (c *cluster) run(t *testing.T) {
 	t.Helper()
-	exp, err := createLogs(context.Background(), exportertest.NewNopSettings(metadata.Type), c.cfg)
+	if c.tel == nil {
+		c.tel = componenttest.NewTelemetry()
+		t.Cleanup(func() { _ = c.tel.Shutdown(context.Background()) })
+	}
+	set := exportertest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = c.tel.NewTelemetrySettings()
+	exp, err := createLogs(context.Background(), set, c.cfg)
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })

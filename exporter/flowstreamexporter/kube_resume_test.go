@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
@@ -75,4 +76,15 @@ func TestResumeOverTheWire(t *testing.T) {
 	require.Equal(t, []string{"ab"}, ids(resp.Flows), "from the oldest record of the new ring")
 	require.Zero(t, resp.DroppedCount)
 	require.False(t, resp.ResumeReset, "said once, on the first response")
+
+	// Counted: two resumes in the first epoch, one reset after the restart;
+	// the refused tokens are streams_rejected, not resumes.
+	m, err := c.tel.GetMetric("otelcol_exporter_flow_stream_resumes")
+	require.NoError(t, err)
+	got := map[string]int64{}
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		v, _ := dp.Attributes.Value("outcome")
+		got[v.AsString()] += dp.Value
+	}
+	require.Equal(t, map[string]int64{"resumed": 2, "reset": 1}, got)
 }

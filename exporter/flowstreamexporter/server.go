@@ -100,6 +100,13 @@ func (s *service) GetFlows(req *pb.GetFlowsRequest, stream pb.FlowStreamService_
 	if err != nil {
 		return s.reject(ctx, err)
 	}
+	if q.resume != nil {
+		outcome := "resumed"
+		if reset {
+			outcome = "reset" // a token of another epoch: from the oldest record
+		}
+		s.tel.ExporterFlowStreamResumes.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+	}
 	info := &pb.StreamInfo{ClusterWide: q.scope.clusterWide}
 	if !q.scope.clusterWide {
 		info.AuthorizedNamespaces = []string{q.scope.namespace}

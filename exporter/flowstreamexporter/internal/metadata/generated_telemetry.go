@@ -30,6 +30,7 @@ type TelemetryBuilder struct {
 	ExporterFlowStreamRecordsBuffered metric.Int64Counter
 	ExporterFlowStreamRecordsDropped  metric.Int64Counter
 	ExporterFlowStreamRecordsSent     metric.Int64Counter
+	ExporterFlowStreamResumes         metric.Int64Counter
 	ExporterFlowStreamStreams         metric.Int64UpDownCounter
 	ExporterFlowStreamStreamsRejected metric.Int64Counter
 }
@@ -85,6 +86,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_exporter_flow_stream_records_sent",
 		metric.WithDescription("Flow records sent to clients (summed over streams). [Development]"),
 		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterFlowStreamResumes, err = builder.meter.Int64Counter(
+		"otelcol_exporter_flow_stream_resumes",
+		metric.WithDescription("Streams opened with a resume token, by outcome (a token beyond the stream's position is refused, counted in streams_rejected as invalid_argument). [Development]"),
+		metric.WithUnit("{streams}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ExporterFlowStreamStreams, err = builder.meter.Int64UpDownCounter(

@@ -23,6 +23,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ExporterFlowStreamRecordsBuffered.Add(context.Background(), 1)
 	tb.ExporterFlowStreamRecordsDropped.Add(context.Background(), 1)
 	tb.ExporterFlowStreamRecordsSent.Add(context.Background(), 1)
+	tb.ExporterFlowStreamResumes.Add(context.Background(), 1)
 	tb.ExporterFlowStreamStreams.Add(context.Background(), 1)
 	tb.ExporterFlowStreamStreamsRejected.Add(context.Background(), 1)
 	AssertEqualExporterFlowStreamAccessReviews(t, testTel,
@@ -35,6 +36,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterFlowStreamRecordsSent(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterFlowStreamResumes(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterFlowStreamStreams(t, testTel,
