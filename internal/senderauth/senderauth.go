@@ -18,7 +18,7 @@ import (
 
 // AntreaAgent marks a request decoded by the antrea_flows receiver.
 type AntreaAgent struct {
-	// Transport is the agent's transport: ipfix-tcp, ipfix-udp, grpc, ...
+	// Transport is how the agent sent the records: tcp, tls or udp (IPFIX), or grpc.
 	Transport string
 }
 

@@ -20,7 +20,6 @@ import (
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
-	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
 	"github.com/flowtel/flowtel/internal/senderauth"
 	"github.com/flowtel/flowtel/processor/nodeidentityprocessor/internal/metadata"
 )
@@ -95,7 +94,11 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 	var accepted int64
 	refused := map[string]int64{}
 	var firstClaim string
+	// Either form a node collector sends (compact, as shipped, or
+	// attributes); each record is done with before the next, so the
+	// Decoder reuses its label maps.
 	var rec flowrecord.Record
+	var dec attrcodec.Decoder
 	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
 		if v, ok := rl.Resource().Attributes().Get(resourceNodeName); ok && v.Str() != node {
 			k := int64(0)
@@ -108,7 +111,7 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 		}
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
-				if err := decode(lr, &rec); err != nil {
+				if err := dec.Decode(lr, &rec); err != nil {
 					refused[refusedUndecodable]++
 					return true
 				}
@@ -132,15 +135,6 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 		return ld, processorhelper.ErrSkipProcessingData
 	}
 	return ld, nil
-}
-
-// decode reads a record in either form a node collector sends: compact (the
-// shipped node configuration) or attributes.
-func decode(lr plog.LogRecord, rec *flowrecord.Record) error {
-	if compactcodec.IsCompact(lr) {
-		return compactcodec.Decode(lr, rec, nil)
-	}
-	return attrcodec.Decode(lr, rec)
 }
 
 // otherNode returns the Node a record names that is not node: its reporter,
