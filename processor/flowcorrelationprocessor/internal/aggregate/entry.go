@@ -15,6 +15,8 @@ type entry struct {
 	// starts (see ledger.go); the deltas in rec and agg are what is not
 	// exported yet.
 	sourceLow, destinationLow lows
+	// commonFrom is where the common counters' span starts (see ledger.go).
+	commonFrom lows
 	// peerStart is the flow start the other half's Node reported, in Unix
 	// ns (0: none); the first half's is rec.Start. Each is on its own Node's
 	// clock. They tell a record of a new connection on the same tuple from
@@ -27,6 +29,7 @@ type entry struct {
 	paired   bool // both halves seen
 	ready    bool // exportable: paired, not required, or exported unpaired
 	updated  bool // new data since the last export
+	exported bool // exported at least once (by this process)
 	// relay: one half is a relay leg (flowrecord.SideRelay); the connection
 	// is reported under its first leg's key, so this entry is never exported.
 	relay bool

@@ -25,9 +25,23 @@ import "github.com/flowtel/flowtel/internal/flowrecord"
 // deltas from whichever side reported last, which double counts when that
 // side alternates.
 //
-// The common counters' span ends at the common total (Antrea's: following
-// the side that reported last, never going down) and starts at the lowest
-// start of either side.
+// The common counters count the connection once, not once per Node: their
+// span ends at the higher of the sides' totals and starts at the higher of
+// the sides' lowest starts. The higher, not the lower, because a process
+// may not hold the connection's whole history: after a gateway restart, a
+// replica change mid-connection or an entry forgotten after its inactive
+// timeout, each Node's next export starts where its previous one (sent to
+// the other process or entry) ended, and the common counts up to the higher
+// of those two ends went out already, with the common totals of the
+// previous process. So the common span of one process starts where the
+// previous one's ended, and the deltas of all of them add up to the totals
+// without any of them knowing what another exported. The start is settled
+// when the entry is first exported (a pair waits for its second half) and
+// only moves down after that (a reordered older record); a side that first
+// shows up after an unpaired export cannot raise it.
+//
+// Antrea instead takes the common totals from the side that reported last
+// (by end timestamp) and keeps no span at all.
 
 // lows are the lowest starts of the ranges one side's records covered, per counter.
 type lows struct {
@@ -60,6 +74,12 @@ func (l lows) plus(o lows) lows {
 }
 
 func (l lows) zero() bool { return l == lows{} }
+
+// maxLows is the higher of a and b, per counter.
+func maxLows(a, b lows) lows {
+	return lows{max(a.packets, b.packets), max(a.octets, b.octets),
+		max(a.reversePackets, b.reversePackets), max(a.reverseOctets, b.reverseOctets)}
+}
 
 // minLows is the lower of a and b, per counter.
 func minLows(a, b lows) lows {

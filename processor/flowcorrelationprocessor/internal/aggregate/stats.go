@@ -45,9 +45,9 @@ func initStats(e *entry, r *flowrecord.Record, h half) {
 	life := lifetime(r)
 	a.Throughput = bitsPerSecond(r.Stats.OctetTotal, life)
 	a.ReverseThroughput = bitsPerSecond(r.ReverseStats.OctetTotal, life)
-	low := lowsOf(r)
+	e.commonFrom = lowsOf(r)
 	e.rec.Stats, e.rec.ReverseStats = totalsOf(r.Stats), totalsOf(r.ReverseStats)
-	addDeltas(&e.rec.Stats, &e.rec.ReverseStats, spanOf(&e.rec.Stats, &e.rec.ReverseStats, low))
+	addDeltas(&e.rec.Stats, &e.rec.ReverseStats, spanOf(&e.rec.Stats, &e.rec.ReverseStats, e.commonFrom))
 	src, dst := sidesOf(e.required, h)
 	if src {
 		fillSide(sourceSide(a), &e.sourceLow, r, a)
@@ -103,11 +103,7 @@ func addStats(e *entry, r *flowrecord.Record, h half) (fresh bool, what arrival)
 		return false, what
 	}
 	if srcMove.moved() || dstMove.moved() {
-		// The common span also grows at the bottom when a side reached below both.
-		before, ok := e.commonLowBefore(srcMove, dstMove)
-		if ok {
-			addDeltas(&e.rec.Stats, &e.rec.ReverseStats, before.minus(e.commonLow()))
-		}
+		e.settleCommonFrom()
 	}
 	if latest && what == arrivalNewer {
 		e.rec.End = r.End
@@ -128,12 +124,13 @@ type lowMove struct {
 
 func (m lowMove) moved() bool { return m.first || !m.drop.zero() }
 
-// commonLow is where the common counters' span starts: the lower of the
-// sides' lowest starts, over the sides reported so far.
-func (e *entry) commonLow() lows {
+// sidesFrom is where the common counters' span starts by the records
+// alone: the higher of the sides' lowest starts, over the sides reported so
+// far (see ledger.go for why the higher).
+func (e *entry) sidesFrom() lows {
 	switch src, dst := !e.agg.EndFromSource.IsZero(), !e.agg.EndFromDestination.IsZero(); {
 	case src && dst:
-		return minLows(e.sourceLow, e.destinationLow)
+		return maxLows(e.sourceLow, e.destinationLow)
 	case src:
 		return e.sourceLow
 	default:
@@ -141,24 +138,23 @@ func (e *entry) commonLow() lows {
 	}
 }
 
-// commonLowBefore is commonLow before the sides moved as src and dst say;
-// false when no side had been seen.
-func (e *entry) commonLowBefore(src, dst lowMove) (lows, bool) {
-	var before lows
-	ok := false
-	take := func(seen bool, m lowMove, now lows) {
-		if !seen || m.first {
-			return
-		}
-		was := now.plus(m.drop)
-		if ok {
-			was = minLows(before, was)
-		}
-		before, ok = was, true
+// settleCommonFrom moves the common span's start to sidesFrom after a side
+// moved its own. Until e's first export nothing of the common span went out,
+// so it starts exactly there and the unexported common deltas are the whole
+// span; after it, the start only moves down (a reordered older record
+// reaching below what was exported), and how far is added to the deltas: a
+// side that shows up late, starting higher, cannot take back what went out.
+func (e *entry) settleCommonFrom() {
+	to := e.sidesFrom()
+	if !e.exported {
+		e.commonFrom = to
+		e.rec.Stats.PacketDelta, e.rec.Stats.OctetDelta = 0, 0
+		e.rec.ReverseStats.PacketDelta, e.rec.ReverseStats.OctetDelta = 0, 0
+		addDeltas(&e.rec.Stats, &e.rec.ReverseStats, spanOf(&e.rec.Stats, &e.rec.ReverseStats, to))
+		return
 	}
-	take(!e.agg.EndFromSource.IsZero(), src, e.sourceLow)
-	take(!e.agg.EndFromDestination.IsZero(), dst, e.destinationLow)
-	return before, ok
+	addDeltas(&e.rec.Stats, &e.rec.ReverseStats, e.commonFrom.minus(to))
+	e.commonFrom = minLows(e.commonFrom, to)
 }
 
 // updateSide folds r into side s, whose span starts at low.
@@ -169,9 +165,7 @@ func updateSide(e *entry, s side, low *lows, r *flowrecord.Record, latest bool) 
 		e.peerStart = unixNano(r.Start)
 		*s.throughput = bitsPerSecond(r.Stats.OctetTotal, lifetime(r))
 		*s.reverseTP = bitsPerSecond(r.ReverseStats.OctetTotal, lifetime(r))
-		if latest {
-			followSide(e, s)
-		}
+		followSide(e, s, latest)
 		return true, arrivalNewer, lowMove{first: true}
 	}
 	move.drop = low.lower(lowsOf(r))
@@ -191,9 +185,7 @@ func updateSide(e *entry, s side, low *lows, r *flowrecord.Record, latest bool) 
 	*s.reverseTP = bitsPerSecond(minus(r.ReverseStats.OctetTotal, s.reverse.OctetTotal), gap)
 	growTotals(s.stats, &r.Stats)
 	growTotals(s.reverse, &r.ReverseStats)
-	if latest {
-		followSide(e, s)
-	}
+	followSide(e, s, latest)
 	return true, arrivalNewer, move
 }
 
@@ -205,13 +197,18 @@ func growTotals(side, in *flowrecord.Counters) {
 	side.PacketTotal, side.OctetTotal = in.PacketTotal, in.OctetTotal
 }
 
-// followSide updates the common totals and throughputs from side s, which
-// reported last. The totals never go down; how much they rise is added to
-// the common deltas (the top of the common span).
-func followSide(e *entry, s side) {
+// followSide updates the common totals from side s, which sent a newer
+// record, and the common throughputs when that record is the latest of
+// both sides. The common totals are the higher of the sides' (so they never
+// go down, and a process that never saw the other side's records still
+// knows where its common span ends); how much they rise is added to the
+// common deltas (the top of the common span).
+func followSide(e *entry, s side, latest bool) {
 	followTotals(&e.rec.Stats, s.stats)
 	followTotals(&e.rec.ReverseStats, s.reverse)
-	e.agg.Throughput, e.agg.ReverseThroughput = *s.throughput, *s.reverseTP
+	if latest {
+		e.agg.Throughput, e.agg.ReverseThroughput = *s.throughput, *s.reverseTP
+	}
 }
 
 func followTotals(common, side *flowrecord.Counters) {

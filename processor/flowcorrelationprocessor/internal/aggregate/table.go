@@ -342,6 +342,7 @@ func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
 	emit(r, why)
 	resetAfterExport(e)
 	e.updated = false
+	e.exported = true
 	e.activeDeadline = now.Add(t.s.ActiveTimeout)
 }
 
@@ -355,5 +356,6 @@ func (t *Table) foldRelay(e *entry, now time.Time, why Reason) {
 	}
 	resetAfterExport(e)
 	e.updated = false
+	e.exported = true
 	e.activeDeadline = now.Add(t.s.ActiveTimeout)
 }
