@@ -26,16 +26,23 @@ type checkpoint struct {
 	arena  []byte // keys and values of ops
 }
 
-// Stored key and value layouts (version 2; values of another version are
-// counted as bad and ignored):
+// Stored key and value layouts (version 3; version 2, written by earlier
+// releases, is read too, so an upgrade resumes; values of another version
+// are counted as bad and ignored):
 //
 //	key:   'c' | id u32 | src [16] | dst [16] | sport u16 | dport u16 | proto u8
-//	value: 1 | orig packets, bytes u64 | reply packets, bytes u64 | tcp state u8 | exported at (Unix ns) i64 | conntrack start (Unix ns, 0: unknown) i64
+//	value: 3 | orig packets, bytes u64 | reply packets, bytes u64 | tcp state u8 | exported at (Unix ns) i64 | conntrack start (Unix ns, 0: unknown) i64 | flags u8
+//
+// flags bit 0 (closed): the record saved was the connection's end-of-flow
+// record, exported while conntrack still held it (version 2 has no flags:
+// it only saved live connections).
 const (
-	checkpointKeyLen   = 1 + 4 + 16 + 16 + 2 + 2 + 1
-	checkpointValueLen = 1 + 4*8 + 1 + 8 + 8
-	checkpointKeyTag   = 'c'
-	checkpointVersion  = 2
+	checkpointKeyLen     = 1 + 4 + 16 + 16 + 2 + 2 + 1
+	checkpointValueLenV2 = 1 + 4*8 + 1 + 8 + 8
+	checkpointValueLen   = checkpointValueLenV2 + 1
+	checkpointKeyTag     = 'c'
+	checkpointVersion    = 3
+	checkpointFlagClosed = 1
 )
 
 // openCheckpoint gets a storage client for this receiver from the extension
@@ -85,14 +92,17 @@ func (c *checkpoint) note(xs []store.Export, at int64) {
 	for i := range xs {
 		x := store.ExportedOf(&xs[i], at)
 		key := c.key(&x)
-		if xs[i].Reason == flowrecord.EndReasonEndOfFlow {
-			// A connection whose only record this is (deltas = totals: the
+		if xs[i].Reason == flowrecord.EndReasonEndOfFlow && !xs[i].Lingers {
+			// Gone from conntrack: nothing of it can be seen again. A
+			// connection whose only record this is (deltas = totals: the
 			// short ones DESTROY events bring) was never saved.
 			if xs[i].OrigDelta != x.Orig || xs[i].ReplyDelta != x.Reply {
 				c.ops = append(c.ops, storage.DeleteOperation(key))
 			}
 			continue
 		}
+		// Live, or ended while conntrack still holds it (saved as closed
+		// until the store deletes it: forget).
 		c.ops = append(c.ops, storage.SetOperation(key, c.value(&x)))
 	}
 }
@@ -148,13 +158,25 @@ func (c *checkpoint) value(x *store.Exported) []byte {
 	b = append(b, x.TCPState)
 	b = binary.BigEndian.AppendUint64(b, uint64(x.At))
 	b = binary.BigEndian.AppendUint64(b, uint64(x.Start))
+	var flags byte
+	if x.Closed {
+		flags |= checkpointFlagClosed
+	}
+	b = append(b, flags)
 	c.arena = b
 	return b[start:len(b):len(b)]
 }
 
 func decodeExported(key string, value []byte) (store.Exported, bool) {
 	var x store.Exported
-	if len(key) != checkpointKeyLen || key[0] != checkpointKeyTag || len(value) != checkpointValueLen || value[0] != checkpointVersion {
+	if len(key) != checkpointKeyLen || key[0] != checkpointKeyTag || len(value) == 0 {
+		return x, false
+	}
+	switch {
+	case value[0] == checkpointVersion && len(value) == checkpointValueLen:
+		x.Closed = value[checkpointValueLen-1]&checkpointFlagClosed != 0
+	case value[0] == 2 && len(value) == checkpointValueLenV2:
+	default:
 		return x, false
 	}
 	k := []byte(key[1:])

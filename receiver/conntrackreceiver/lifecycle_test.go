@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
@@ -207,4 +208,89 @@ func matching(rs []flowrecord.Record, match func(*flowrecord.Record) bool) []flo
 		}
 	}
 	return out
+}
+
+// TestRestartDoesNotReportClosedConnectionsAgain: connections that closed
+// before a restart and are still in conntrack (TIME_WAIT, two minutes) had
+// their end-of-flow record from the first run; the restarted receiver must
+// not report them again as connections it never saw (each would then count
+// twice in any sum), while the live connections go on from the saved totals
+// and their deltas across both runs add up to what conntrack counted.
+func TestRestartDoesNotReportClosedConnectionsAgain(t *testing.T) {
+	const closed, live = 24, 2
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := newSinkLab(t, f)
+			dir := t.TempDir()
+			cfg := testConfig(l.path(l.node))
+			cfg.Storage = &storageID
+
+			h1 := startWithStorage(t, cfg, dir)
+			var closedPorts []netip.AddrPort
+			for range closed {
+				c := l.dialTCP(l.cli, hostPort(f.clusterIP, "80"))
+				closedPorts = append(closedPorts, addrPort(t, c.LocalAddr()))
+				if _, err := c.Write(make([]byte, 700)); err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+			}
+			var liveConns []net.Conn
+			var livePorts []netip.AddrPort
+			for range live {
+				c := l.dialTCP(l.cli, hostPort(f.clusterIP, "80"))
+				t.Cleanup(func() { c.Close() })
+				liveConns = append(liveConns, c)
+				livePorts = append(livePorts, addrPort(t, c.LocalAddr()))
+			}
+			write := func(n int) {
+				for _, c := range liveConns {
+					if _, err := c.Write(make([]byte, n)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			write(1000)
+			for _, p := range closedPorts {
+				h1.waitFor("the first run's end of flow", fromPort(p), hasReason(flowrecord.EndReasonEndOfFlow))
+			}
+			for _, p := range livePorts {
+				h1.waitFor("a first record", fromPort(p), hasReason(flowrecord.EndReasonActiveTimeout))
+			}
+			write(2000)
+			time.Sleep(300 * time.Millisecond)
+			h1.stop()
+			first := h1.records()
+
+			h2 := startWithStorage(t, cfg, dir)
+			write(3000)
+			for _, p := range livePorts {
+				h2.waitFor("a record of the second run", fromPort(p), hasReason(flowrecord.EndReasonActiveTimeout))
+			}
+			// Several polls and an active and idle timeout of the second run.
+			time.Sleep(cfg.ActiveTimeout + cfg.IdleTimeout + 2*cfg.PollInterval)
+			second := h2.records()
+			for _, p := range closedPorts {
+				if again := matching(second, fromPort(p)); len(again) > 0 {
+					t.Fatalf("%v closed before the restart and was reported again by the second run:\n%s\nfirst run:\n%s",
+						p, describe(again), describe(matching(first, fromPort(p))))
+				}
+			}
+			if n := h2.counter("otelcol_receiver_conntrack_resume_connections", "closed"); n != closed {
+				t.Fatalf("resumed %d closed connections, want %d (resumed %d, ended %d)", n, closed,
+					h2.counter("otelcol_receiver_conntrack_resume_connections", "resumed"), h2.counter("otelcol_receiver_conntrack_resume_connections", "ended"))
+			}
+			for _, c := range liveConns {
+				c.Close()
+			}
+			for _, p := range livePorts {
+				ends := h2.waitFor("the end of flow", fromPort(p), hasReason(flowrecord.EndReasonEndOfFlow))
+				all := append(matching(first, fromPort(p)), ends...)
+				checkDeltas(t, all)
+				if last := all[len(all)-1]; last.Stats.OctetTotal < 6000 || last.Stats.OctetTotal > 6000+f.maxTCPHd*last.Stats.PacketTotal {
+					t.Fatalf("totals %d bytes over %d packets, want the 6000 bytes sent plus headers:\n%s", last.Stats.OctetTotal, last.Stats.PacketTotal, describe(all))
+				}
+			}
+		})
+	}
 }

@@ -62,8 +62,11 @@ type conntrackReceiver struct {
 
 	// ckpt saves what was exported per connection (nil without storage);
 	// resuming holds until the first poll after a resume completed.
-	ckpt     *checkpoint
-	resuming bool
+	ckpt *checkpoint
+	// forgotten is reused to carry the store's deleted closed connections
+	// to the checkpoint.
+	forgotten []store.Exported
+	resuming  bool
 
 	// DESTROY events wait here for the poll loop, which owns the store. The
 	// queue holds at most cfg.MaxQueuedEvents; evWake asks the poll loop to
@@ -423,11 +426,13 @@ func (r *conntrackReceiver) endResume(ctx context.Context) {
 		return
 	}
 	r.resuming = false
-	resumed, ended := r.store.EndResume()
-	r.tel.ReceiverConntrackResumeConnections.Add(ctx, int64(resumed), resumeResumed)
-	r.tel.ReceiverConntrackResumeConnections.Add(ctx, int64(len(ended)), resumeEnded)
-	r.ckpt.forget(ended)
-	r.logger.Info("resumed from storage", zap.Int("resumed", resumed), zap.Int("ended_while_stopped", len(ended)))
+	res := r.store.EndResume()
+	r.tel.ReceiverConntrackResumeConnections.Add(ctx, int64(res.Resumed), resumeResumed)
+	r.tel.ReceiverConntrackResumeConnections.Add(ctx, int64(res.Closed), resumeClosed)
+	r.tel.ReceiverConntrackResumeConnections.Add(ctx, int64(len(res.Ended)), resumeEnded)
+	r.ckpt.forget(res.Forget)
+	r.logger.Info("resumed from storage", zap.Int("resumed", res.Resumed),
+		zap.Int("closed_already_reported", res.Closed), zap.Int("ended_while_stopped", len(res.Ended)))
 }
 
 // export sends the records due at now.
@@ -444,6 +449,10 @@ func (r *conntrackReceiver) sendAll(ctx context.Context, xs []store.Export, now 
 		if r.send(ctx, batch, now) {
 			r.ckpt.note(batch, now.UnixNano())
 		}
+	}
+	if r.ckpt != nil {
+		r.forgotten = r.store.TakeForgotten(r.forgotten[:0])
+		r.ckpt.forget(r.forgotten)
 	}
 	if err := r.ckpt.commit(ctx); err != nil {
 		r.tel.ReceiverConntrackNetlinkErrors.Add(ctx, 1, failedStorage)

@@ -43,6 +43,7 @@ var (
 
 	resumeResumed = reason("resumed")
 	resumeEnded   = reason("ended")
+	resumeClosed  = reason("closed")
 )
 
 func reason(v string) metric.MeasurementOption {

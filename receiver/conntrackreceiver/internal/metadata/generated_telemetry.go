@@ -167,7 +167,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverConntrackResumeConnections, err = builder.meter.Int64Counter(
 		"otelcol_receiver_conntrack_resume_connections",
-		metric.WithDescription("Connections the previous run saved to storage, by reason at restart (resumed: going on from the saved totals, ended: gone while no receiver ran; their last deltas are lost). [Development]"),
+		metric.WithDescription("Connections the previous run saved to storage, by reason at restart (resumed: going on from the saved totals; closed: reported ended before the restart and still or no longer in conntrack, not reported again; ended: gone while no receiver ran, their last deltas are lost). [Development]"),
 		metric.WithUnit("{connection}"),
 	)
 	errs = errors.Join(errs, err)

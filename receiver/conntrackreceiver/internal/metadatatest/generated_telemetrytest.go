@@ -257,7 +257,7 @@ func AssertEqualReceiverConntrackRecordsIncomplete(t *testing.T, tt *componentte
 func AssertEqualReceiverConntrackResumeConnections(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_conntrack_resume_connections",
-		Description: "Connections the previous run saved to storage, by reason at restart (resumed: going on from the saved totals, ended: gone while no receiver ran; their last deltas are lost). [Development]",
+		Description: "Connections the previous run saved to storage, by reason at restart (resumed: going on from the saved totals; closed: reported ended before the restart and still or no longer in conntrack, not reported again; ended: gone while no receiver ran, their last deltas are lost). [Development]",
 		Unit:        "{connection}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -15,13 +15,18 @@ type Exported struct {
 	Start int64
 	// At is the export time, Unix nanoseconds.
 	At int64
+	// Closed: the export was the connection's end-of-flow record while
+	// conntrack still held it (TIME_WAIT, CLOSE: up to minutes). A restarted
+	// receiver that finds it so holds it as ended, never to be reported again.
+	Closed bool
 }
 
 // ExportedOf is the Exported state an export leaves: its totals become the
 // base of the connection's next delta.
 func ExportedOf(x *Export, at int64) Exported {
 	c := &x.Conn
-	return Exported{Key: c.Key, ID: c.ID, Orig: c.Orig, Reply: c.Reply, TCPState: c.TCPState, Start: x.KernelStart, At: at}
+	return Exported{Key: c.Key, ID: c.ID, Orig: c.Orig, Reply: c.Reply, TCPState: c.TCPState, Start: x.KernelStart, At: at,
+		Closed: x.Lingers}
 }
 
 // resumeState holds what a previous run exported, by conntrack ID, until the
@@ -29,6 +34,9 @@ func ExportedOf(x *Export, at int64) Exported {
 type resumeState struct {
 	byID    map[uint32]Exported
 	resumed int
+	// closed counts the connections found again whose end-of-flow record
+	// the previous run exported: held as ended, not reported again.
+	closed int
 }
 
 // Resume loads what a previous run of the receiver last exported. It must be
@@ -44,20 +52,40 @@ func (s *Store) Resume(xs []Exported) {
 	}
 }
 
+// ResumeResult is what a resume found after the first complete poll.
+type ResumeResult struct {
+	// Resumed live connections go on from their saved totals.
+	Resumed int
+	// Closed connections had their end-of-flow record from the previous run;
+	// found still closing, they are held as ended and never reported again
+	// (or they are gone since: nothing is left of them).
+	Closed int
+	// Ended connections were live when the previous run last exported them
+	// and are gone now: they ended while no receiver ran, and their last
+	// deltas are lost (conntrack has no record of them any more).
+	Ended []Exported
+	// Forget are the saved connections no longer needed: the ended ones and
+	// the closed ones conntrack no longer holds.
+	Forget []Exported
+}
+
 // EndResume is called after the first complete poll: every connection the
-// previous run exported is either resumed by now or ended while no receiver
-// ran (its last deltas are lost; conntrack has no record of them any more).
-// It returns how many were resumed and the ended ones.
-func (s *Store) EndResume() (resumed int, ended []Exported) {
+// previous run saved is resumed by now, or found closing, or gone.
+func (s *Store) EndResume() ResumeResult {
 	if s.resume == nil {
-		return 0, nil
+		return ResumeResult{}
 	}
+	res := ResumeResult{Resumed: s.resume.resumed, Closed: s.resume.closed}
 	for _, x := range s.resume.byID {
-		ended = append(ended, x)
+		if x.Closed {
+			res.Closed++ // and gone since: nothing left of it
+		} else {
+			res.Ended = append(res.Ended, x)
+		}
+		res.Forget = append(res.Forget, x)
 	}
-	resumed = s.resume.resumed
 	s.resume = nil
-	return resumed, ended
+	return res
 }
 
 // resumeInto makes a newly inserted entry go on from its previous run's last
@@ -71,10 +99,18 @@ func (s *Store) resumeInto(e *entry) {
 		return
 	}
 	delete(s.resume.byID, e.conn.ID)
-	s.resume.resumed++
 	e.prevOrig, e.prevReply, e.prevTCPState = x.Orig, x.Reply, x.TCPState
 	e.exported = true
 	e.lastExport = x.At
+	if x.Closed {
+		// Its end went out: frozen at what was reported, deleted (and its
+		// saved state forgotten) once conntrack no longer holds it.
+		s.resume.closed++
+		e.conn.Orig, e.conn.Reply, e.conn.TCPState = x.Orig, x.Reply, x.TCPState
+		e.frozen, e.readyToDelete, e.closedSaved = true, true, true
+		return
+	}
+	s.resume.resumed++
 }
 
 // sameTuple compares the 5-tuple (a conntrack ID is only unique among live

@@ -56,6 +56,10 @@ type entry struct {
 	// detached: a newer connection holds the key; this one waits in the queue
 	// for its end-of-flow record only and leaves the store with it.
 	detached bool
+	// closedSaved: its end-of-flow record went out while conntrack still
+	// held it, so a checkpoint may hold it as closed; its deletion is
+	// reported (TakeForgotten) for that to be removed.
+	closedSaved bool
 }
 
 // missedDumpsForGone is how many dumps in a row must lack a connection before
@@ -116,6 +120,10 @@ type Export struct {
 	// timestamps are off (Start then is the store's first sight). A restarted
 	// receiver matches saved state by it (see Resume).
 	KernelStart int64
+	// Lingers: an end-of-flow record of a connection conntrack may still
+	// hold (dying, not known gone): a receiver restarted before it leaves
+	// the table must know it was reported (Exported.Closed).
+	Lingers bool
 }
 
 // PollStats summarises one poll's effect on the store.
@@ -126,6 +134,15 @@ type PollStats struct {
 	// Stale counts gone connections removed before their final record could
 	// be exported (StaleTimeout passed); the caller counts them as lost.
 	Stale int
+}
+
+// TakeForgotten returns the connections deleted since the previous call
+// whose end-of-flow record went out while conntrack still held them (their
+// saved closed state is no longer needed), appending to dst.
+func (s *Store) TakeForgotten(dst []Exported) []Exported {
+	dst = append(dst, s.forgotten...)
+	s.forgotten = s.forgotten[:0]
+	return dst
 }
 
 // Store holds the connections of one conntrack table.
@@ -141,6 +158,9 @@ type Store struct {
 	free []*entry
 	// resume is what a previous run exported (resume.go); nil once resumed.
 	resume *resumeState
+	// forgotten are deleted connections whose closed state may be saved
+	// (TakeForgotten).
+	forgotten []Exported
 }
 
 // New returns an empty store.
@@ -251,7 +271,9 @@ func (s *Store) insert(c *Conn, held bool) *entry {
 	} else {
 		e.detached = true
 	}
-	s.queue.push(e)
+	if !e.readyToDelete { // a resumed closed connection has nothing left to export
+		s.queue.push(e)
+	}
 	return e
 }
 
@@ -288,6 +310,9 @@ func (s *Store) delete(e *entry) {
 		delete(s.conns, e.conn.Key)
 	}
 	s.stats.Deleted++
+	if e.closedSaved {
+		s.forgotten = append(s.forgotten, Exported{Key: e.conn.Key, ID: e.conn.ID, Start: e.ident.start})
+	}
 	if len(s.free) < 4096 {
 		s.free = append(s.free, e)
 	}
@@ -433,6 +458,10 @@ func (s *Store) Expired(now time.Time, dst []Export) []Export {
 		case e.dying():
 			x.Reason = flowrecord.EndReasonEndOfFlow
 			e.readyToDelete = true
+			// Not known gone: TIME_WAIT, CLOSE, or missed by a dump with no
+			// poll to confirm it (the shutdown flush).
+			x.Lingers = !e.gone || e.missed > 0
+			e.closedSaved = x.Lingers
 			if e.detached {
 				s.delete(e) // no dump can see it again under its key
 			}
