@@ -106,7 +106,8 @@ type Linger struct {
 	TCP time.Duration
 	// UDP (and UDP-Lite): an unreplied entry, nf_conntrack_udp_timeout.
 	UDP time.Duration
-	// ICMP and ICMPv6: nf_conntrack_icmp_timeout, nf_conntrack_icmpv6_timeout.
+	// ICMP and ICMPv6: nf_conntrack_icmp_timeout (nf_conntrack_icmpv6_timeout
+	// has the same default).
 	ICMP time.Duration
 	// SCTP: an unanswered INIT's entry (COOKIE_WAIT),
 	// nf_conntrack_sctp_timeout_cookie_wait.
