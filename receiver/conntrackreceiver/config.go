@@ -84,7 +84,9 @@ type DeniedConfig struct {
 	// (kube-router's).
 	NFLOGGroup uint16 `mapstructure:"nflog_group"`
 	// IdleTimeout: a denied connection with no logged packet for this long
-	// is exported and forgotten (≥ 1s). 0: the receiver's idle_timeout.
+	// is exported (≥ 1s), then lingers as long as conntrack keeps an
+	// unanswered entry of its protocol, so that a later packet continues it.
+	// 0: the receiver's idle_timeout.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
 	// ActiveTimeout: a denied connection is first exported this long after
 	// its first logged packet, then, while packets keep being logged, this

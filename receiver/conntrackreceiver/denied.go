@@ -38,6 +38,10 @@ type denied struct {
 	lastSeq uint32
 	haveSeq bool
 	counts  [5]int64 // per deniedOutcomes index
+
+	// evicted is the store's Evicted count already counted (export loop,
+	// then shutdown).
+	evicted uint64
 }
 
 // deniedOutcomes are the reason attributes of
@@ -65,10 +69,33 @@ func (r *conntrackReceiver) openDenied() error {
 	}
 	active, idle := r.cfg.deniedTimeouts()
 	r.denied = &denied{cfg: cfg, sock: sock, withCT: sock.Conntrack(), store: deny.New(deny.Config{
-		IdleTimeout: idle, ActiveTimeout: active,
+		IdleTimeout: idle, ActiveTimeout: active, Linger: deniedLinger(r.ns, r.cfg.SysctlPath),
 		MaxRecords: cfg.MaxRecords, MaxRate: cfg.MaxRate,
 	})}
 	return nil
+}
+
+// lingerSysctls are the conntrack timeouts of unanswered entries, in the
+// order of deniedLinger's fields.
+var lingerSysctls = [...]string{
+	"netfilter/nf_conntrack_tcp_timeout_syn_sent", "netfilter/nf_conntrack_udp_timeout",
+	"netfilter/nf_conntrack_icmp_timeout", "netfilter/nf_conntrack_sctp_timeout_cookie_wait",
+	"netfilter/nf_conntrack_generic_timeout",
+}
+
+// deniedLinger is how long a denied connection is remembered after its last
+// packet, by protocol: the namespace's conntrack timeouts of an unanswered
+// entry (what the source Node's conntrack keeps the same attempt for, on
+// Nodes configured alike), the kernel's defaults where they cannot be read.
+func deniedLinger(ns *ctsource.Namespace, sysctlPath string) deny.Linger {
+	l := deny.DefaultLinger
+	vals, ok := ctsource.SysctlInts(ns, sysctlPath, lingerSysctls[:]...)
+	for i, d := range []*time.Duration{&l.TCP, &l.UDP, &l.ICMP, &l.SCTP, &l.Other} {
+		if ok[i] && vals[i] > 0 {
+			*d = time.Duration(vals[i]) * time.Second
+		}
+	}
+	return l
 }
 
 // startDenied runs the NFLOG reader and the export loop.
@@ -179,6 +206,7 @@ func (r *conntrackReceiver) runDeniedExports(ctx context.Context) {
 		xs = r.denied.store.Expired(now, xs[:0])
 		r.sendDenied(ctx, xs, now)
 		r.tel.ReceiverConntrackDeniedConnections.Record(ctx, int64(r.denied.store.Len()))
+		r.denied.countEvicted(ctx, r)
 	}
 }
 
@@ -189,9 +217,19 @@ func (r *conntrackReceiver) flushDenied(ctx context.Context) {
 		return
 	}
 	now := r.now()
+	r.denied.countEvicted(ctx, r)
 	xs := r.denied.store.Flush(now, nil)
 	r.sendDenied(ctx, xs, now)
 	r.tel.ReceiverConntrackDeniedConnections.Record(ctx, 0)
+}
+
+// countEvicted counts the lingering connections the store evicted since the
+// previous call (the export loop's, then the shutdown flush's).
+func (d *denied) countEvicted(ctx context.Context, r *conntrackReceiver) {
+	if n := d.store.Evicted(); n != d.evicted {
+		r.tel.ReceiverConntrackDeniedLingeringEvicted.Add(ctx, int64(n-d.evicted))
+		d.evicted = n
+	}
 }
 
 func (r *conntrackReceiver) sendDenied(ctx context.Context, xs []deny.Export, now time.Time) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
 )
 
@@ -355,5 +357,130 @@ func TestDeniedBurst(t *testing.T) {
 	rs := h.waitFor("records carrying every packet", match, func(rs []flowrecord.Record) bool { return sum(rs) >= uint64(accounted) })
 	if sum(rs) != uint64(accounted) || len(rs) > sockets {
 		t.Fatalf("%d records carry %d packets, %d accounted", len(rs), sum(rs), accounted)
+	}
+}
+
+// TestDeniedRetriesAcrossIdleAreOneChain: with the shipped node
+// configuration (poll 1s, active_timeout 2s, idle_timeout 1s, `denied: {}`)
+// a connection attempt to a port the Node's ingress rule drops sends its SYN
+// at 0 s and retransmits it at 1 s, 3 s and 7 s, and a client sends
+// datagrams 2 s apart to a port it rejects: the idle timeout passes between
+// their packets, so each goes out in several records, but as one chain, as
+// the source Node's conntrack entry of each has one start: every record has
+// the first packet's start, and the deltas add up to the totals, which are
+// what the kernel's rule counted.
+func TestDeniedRetriesAcrossIdleAreOneChain(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			l := newLab(t)
+			ipt := iptablesFor(f)
+			l.denyRule(ipt, "tcp", "9090", 39, "drop ingress", "DROP", "deny-tcp")
+			l.denyRule(ipt, "udp", "9091", 39, "reject ingress", "REJECT", "deny-udp")
+			cfg := deniedConfig(l, defaultDeniedConfig())
+			cfg.Denied.Get().NFLOGGroup = 39
+			cfg.PollInterval, cfg.ActiveTimeout, cfg.IdleTimeout = time.Second, 2*time.Second, time.Second
+			// Exponential SYN backoff from the first retry (kernels from 6.5
+			// make the first four retries 1 s apart by default).
+			_ = exec.Command("ip", "netns", "exec", l.cli, "sysctl", "-qw", "net.ipv4.tcp_syn_linear_timeouts=0").Run()
+			h := startReceiver(t, cfg)
+
+			var udpSrc netip.AddrPort
+			done := make(chan error, 1)
+			go func() { // the datagrams, while the SYNs are retransmitted
+				n, err := ctsource.OpenNamespace(l.path(l.cli))
+				if err != nil {
+					done <- err
+					return
+				}
+				defer n.Close()
+				done <- n.Do(func() error {
+					c, err := net.ListenPacket("udp", ":0") // unconnected: a REJECT's ICMP error fails no send
+					if err != nil {
+						return err
+					}
+					defer c.Close()
+					to, err := net.ResolveUDPAddr("udp", hostPort(f.srv, "9091"))
+					if err != nil {
+						return err
+					}
+					if udpSrc, err = netip.ParseAddrPort(c.LocalAddr().String()); err != nil {
+						return err
+					}
+					for i := range 3 {
+						if i > 0 {
+							time.Sleep(2 * time.Second)
+						}
+						if _, err := c.WriteTo(make([]byte, 100), to); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			}()
+			l.do(l.cli, func() error {
+				d := net.Dialer{Timeout: 7500 * time.Millisecond} // the SYN and its retransmissions at 1 s, 3 s and 7 s
+				c, err := d.Dial("tcp", hostPort(f.srv, "9090"))
+				if err == nil {
+					c.Close()
+					return errors.New("connected through a DROP rule")
+				}
+				return nil
+			})
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+
+			tcpPkts, tcpBytes := l.ruleCounters(ipt, "deny-tcp", "DROP")
+			udpPkts, udpBytes := l.ruleCounters(ipt, "deny-udp", "REJECT")
+			t.Logf("the rules counted %d SYNs, %d datagrams", tcpPkts, udpPkts)
+			if tcpPkts < 3 || udpPkts != 3 {
+				t.Fatalf("the rules counted %d SYNs and %d datagrams: the test's traffic did not go as planned", tcpPkts, udpPkts)
+			}
+			for _, c := range []struct {
+				name           string
+				match          func(r *flowrecord.Record) bool
+				packets, bytes uint64
+			}{
+				{"tcp", func(r *flowrecord.Record) bool { return isDenied(r) && r.Protocol == 6 && r.Destination.Port == 9090 }, tcpPkts, tcpBytes},
+				{"udp", func(r *flowrecord.Record) bool {
+					return isDenied(r) && r.Protocol == 17 && r.Destination.Port == 9091 && r.Source.Port == udpSrc.Port()
+				}, udpPkts, udpBytes},
+			} {
+				sum := func(rs []flowrecord.Record) (n uint64) {
+					for _, r := range rs {
+						n += r.Stats.PacketDelta
+					}
+					return n
+				}
+				h.waitFor(c.name+" records carrying every packet", c.match, func(rs []flowrecord.Record) bool { return sum(rs) >= c.packets })
+			}
+			time.Sleep(2 * time.Second) // nothing may follow
+			for _, c := range []struct {
+				name           string
+				match          func(r *flowrecord.Record) bool
+				packets, bytes uint64
+			}{
+				{"tcp", func(r *flowrecord.Record) bool { return isDenied(r) && r.Protocol == 6 && r.Destination.Port == 9090 }, tcpPkts, tcpBytes},
+				{"udp", func(r *flowrecord.Record) bool {
+					return isDenied(r) && r.Protocol == 17 && r.Destination.Port == 9091 && r.Source.Port == udpSrc.Port()
+				}, udpPkts, udpBytes},
+			} {
+				rs := h.waitFor(c.name, c.match, func([]flowrecord.Record) bool { return true })
+				if len(rs) < 2 {
+					t.Fatalf("%s: want the packets in several records (the idle timeout passed between them):\n%s", c.name, describe(rs))
+				}
+				var packets, bytes uint64
+				for i, r := range rs {
+					packets += r.Stats.PacketDelta
+					bytes += r.Stats.OctetDelta
+					if !r.Start.Equal(rs[0].Start) || r.Stats.PacketTotal != packets || r.Stats.OctetTotal != bytes {
+						t.Fatalf("%s: record %d is not the continuation of one chain (one start, deltas adding up to the totals):\n%s", c.name, i, describe(rs))
+					}
+				}
+				if packets != c.packets || bytes != c.bytes {
+					t.Fatalf("%s: the chain carries %d packets / %d bytes, the rule counted %d / %d:\n%s", c.name, packets, bytes, c.packets, c.bytes, describe(rs))
+				}
+			}
+		})
 	}
 }

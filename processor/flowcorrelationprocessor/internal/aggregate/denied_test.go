@@ -141,3 +141,73 @@ func TestLateEndOfAReportedConnectionStartsNoSecondChain(t *testing.T) {
 	assert.Empty(t, x.recs)
 	assert.Equal(t, 2, already)
 }
+
+// TestDeniedRetriesPairAsOneConnection: the SYN retries of a connection an
+// ingress rule drops, as the two Nodes report them when the destination
+// Node's denied idle timeout (1 s) passes between retries: the source Node's
+// conntrack half (one SYN_SENT entry, one start) and the destination Node's
+// denied records, which carry the first SYN's start in every record of the
+// chain, totals growing and the new SYNs as deltas. Every record the gateway
+// exports is paired, nothing is replaced or dropped as stale, and the
+// exported deltas add up to the four SYNs, per side and in common. Also
+// when a retry comes after the gateway forgot the pair (its inactive
+// timeout): both halves of it pair again.
+func TestDeniedRetriesPairAsOneConnection(t *testing.T) {
+	for _, fam := range []struct {
+		name string
+		a    addrs
+	}{{"ipv4", v4}, {"ipv6", v6}} {
+		for _, c := range []struct {
+			name  string
+			retry []int // when the SYNs after the first were sent, s
+		}{
+			{"retries_1s_2s_4s", []int{1, 3, 7}},
+			{"a_retry_after_the_inactive_timeout", []int{1, 3, 100}},
+		} {
+			t.Run(fam.name+"/"+c.name, func(t *testing.T) {
+				tbl, x := newTestTable(t)
+				var replaced, stale int
+				tbl.OnReplaced = func() { replaced++ }
+				tbl.OnStale = func() { stale++ }
+				src0, dst0 := deniedHalves(fam.a)
+				dst0.Start = t0.Add(3 * time.Millisecond) // the destination Node's clock and the wire
+				const size = 60
+				half := func(r *flowrecord.Record, n, prev int, end time.Time) *flowrecord.Record {
+					h := *r
+					h.End = end
+					h.Stats = flowrecord.Counters{PacketTotal: uint64(n), OctetTotal: uint64(n * size),
+						PacketDelta: uint64(n - prev), OctetDelta: uint64((n - prev) * size)}
+					return &h
+				}
+				// Each Node reports the SYNs so far 1 s after the latest:
+				// the source Node at its active timeout, the destination
+				// Node at its denied idle timeout.
+				sends := append([]int{0}, c.retry...)
+				for i, sent := range sends {
+					n := i + 1
+					end := t0.Add(time.Duration(sent) * time.Second)
+					now := at(sent + 1)
+					tbl.Expire(now, x.emit)
+					tbl.Add(half(src0, n, n-1, end), now, x.emit)
+					tbl.Add(half(dst0, n, n-1, end.Add(3*time.Millisecond)), now, x.emit)
+				}
+				tbl.Expire(at(sends[len(sends)-1]+1000), x.emit)
+				recs, _ := x.take()
+				require.NotEmpty(t, recs)
+				var common, fromSrc, fromDst uint64
+				for i, r := range recs {
+					require.Equal(t, flowrecord.CorrelationPaired, r.Correlation, "record %d", i)
+					require.Equal(t, flowrecord.RuleActionDrop, r.IngressPolicy.RuleAction, "record %d", i)
+					common += r.Stats.PacketDelta
+					fromSrc += r.Aggregation.StatsFromSource.PacketDelta
+					fromDst += r.Aggregation.StatsFromDestination.PacketDelta
+				}
+				n := uint64(len(sends))
+				assert.Equal(t, []uint64{n, n, n}, []uint64{common, fromSrc, fromDst}, "the deltas add up to the SYNs, once")
+				assert.Zero(t, replaced, "no new connection on the tuple")
+				assert.Zero(t, stale)
+				assert.Zero(t, tbl.Len())
+			})
+		}
+	}
+}

@@ -97,3 +97,21 @@ func readSysctl(p string) (string, error) {
 func sysctlName(rel string) string {
 	return "net." + strings.ReplaceAll(rel, "/", ".")
 }
+
+// SysctlInts reads integer sysctls, each a path relative to dir (such as
+// "netfilter/nf_conntrack_udp_timeout"), in the namespace; ok[i] is false
+// for one that is missing or not an integer.
+func SysctlInts(ns *Namespace, dir string, rels ...string) (vals []int64, ok []bool) {
+	vals, ok = make([]int64, len(rels)), make([]bool, len(rels))
+	_ = ns.Do(func() error {
+		for i, rel := range rels {
+			v, err := readSysctl(filepath.Join(dir, rel))
+			if err == nil {
+				vals[i], err = strconv.ParseInt(v, 10, 64)
+			}
+			ok[i] = err == nil
+		}
+		return nil
+	})
+	return vals, ok
+}

@@ -113,13 +113,35 @@ func TestStoreOneRecordPerTupleAfterIdle(t *testing.T) {
 	require.Equal(t, []uint64{3, 180, 3, 180}, []uint64{x.Packets, x.Bytes, x.PacketDelta, x.OctetDelta})
 	require.Equal(t, t0, x.Start)
 	require.Equal(t, t0.Add(3*time.Second), x.Last)
-	require.Zero(t, s.Len(), "idle connections are forgotten")
-	// A packet after the idle export starts a new connection.
+	require.Equal(t, 2, s.Len(), "idle connections linger")
+	require.Equal(t, 2, s.Lingering())
+	// A packet after the idle export, within the linger, goes on with the
+	// same connection: its start, its totals, the new packet as delta.
 	s.Add(syn, nil, nil, t0.Add(20*time.Second))
+	require.Equal(t, 1, s.Lingering())
 	xs = s.Flush(t0.Add(21*time.Second), nil)
 	require.Len(t, xs, 1)
+	require.Equal(t, []uint64{4, 240, 1, 60}, []uint64{xs[0].Packets, xs[0].Bytes, xs[0].PacketDelta, xs[0].OctetDelta})
+	require.Equal(t, t0, xs[0].Start)
+	require.Zero(t, s.Len())
+	require.Zero(t, s.Lingering())
+}
+
+// TestStoreLingerNotLongerThanIdleForgets: a linger not longer than the idle
+// timeout forgets a connection at its idle export; a packet then starts a
+// new connection.
+func TestStoreLingerNotLongerThanIdleForgets(t *testing.T) {
+	s := New(Config{IdleTimeout: 5 * time.Second, ActiveTimeout: time.Minute, Linger: Linger{TCP: 5 * time.Second, UDP: time.Hour}})
+	t0 := time.Unix(1000, 0)
+	syn := ipv4("10.0.0.1", "10.0.0.2", 6, 60, ports(40000, 8080)...)
+	s.Add(syn, nil, nil, t0)
+	require.Len(t, s.Expired(t0.Add(5*time.Second), nil), 1)
+	require.Zero(t, s.Len())
+	s.Add(syn, nil, nil, t0.Add(6*time.Second))
+	xs := s.Flush(t0.Add(7*time.Second), nil)
+	require.Len(t, xs, 1)
+	require.Equal(t, t0.Add(6*time.Second), xs[0].Start)
 	require.Equal(t, []uint64{1, 60}, []uint64{xs[0].Packets, xs[0].Bytes})
-	require.Equal(t, t0.Add(20*time.Second), xs[0].Start)
 }
 
 func TestStoreConntrack(t *testing.T) {
@@ -182,4 +204,150 @@ func TestStoreBounds(t *testing.T) {
 	}
 	require.InDelta(t, 18, limited, 1)
 	require.Equal(t, Accounted, r.Add(pkt(1), nil, nil, t0.Add(2*time.Second)), "refilled")
+}
+
+// chain checks that xs are one record chain: one start, totals that only
+// grow, and deltas that add up to the last totals; it returns the last.
+func chain(t *testing.T, xs []Export) Export {
+	t.Helper()
+	require.NotEmpty(t, xs)
+	var packets, bytes uint64
+	for i, x := range xs {
+		require.Equal(t, xs[0].Start, x.Start, "record %d starts a second chain", i)
+		packets += x.PacketDelta
+		bytes += x.OctetDelta
+		require.Equal(t, []uint64{packets, bytes}, []uint64{x.Packets, x.Bytes}, "record %d: deltas add up to the totals", i)
+	}
+	return xs[len(xs)-1]
+}
+
+// TestStoreSYNRetriesAcrossIdleAreOneChain: with a 1 s idle timeout (the
+// shipped node configuration) a denied SYN and its retransmissions (Linux:
+// 1 s, 2 s, 4 s, 8 s apart) are exported as the idle timeout passes between
+// them, but as one connection: each record has the first SYN's start, totals
+// that grow and the deltas of the retries since the previous record, as the
+// source Node's conntrack entry (SYN_SENT, 120 s) has one start for all of
+// them. Only a packet after the linger starts a new connection.
+func TestStoreSYNRetriesAcrossIdleAreOneChain(t *testing.T) {
+	s := New(Config{IdleTimeout: time.Second, ActiveTimeout: 2 * time.Second})
+	t0 := time.Unix(1000, 0)
+	syn := ipv6("fd00::1", "fd00::2", 6, 40, ports(40000, 9090)...)
+	var xs []Export
+	tick := t0.Add(500 * time.Millisecond)
+	for _, at := range []time.Duration{0, 1, 3, 7, 15} {
+		at := t0.Add(at * time.Second)
+		for ; tick.Before(at); tick = tick.Add(time.Second) {
+			xs = s.Expired(tick, xs)
+		}
+		require.Equal(t, Accounted, s.Add(syn, []byte("drop ingress"), nil, at))
+	}
+	for end := tick.Add(10 * time.Second); tick.Before(end); tick = tick.Add(time.Second) {
+		xs = s.Expired(tick, xs)
+	}
+	require.Greater(t, len(xs), 1, "the idle timeout passed between the retries")
+	last := chain(t, xs)
+	require.Equal(t, t0, last.Start)
+	require.Equal(t, t0.Add(15*time.Second), last.Last)
+	require.Equal(t, []uint64{5, 400}, []uint64{last.Packets, last.Bytes})
+	require.Equal(t, 1, s.Len(), "the identity lingers after its last record")
+
+	// Past the linger (TCP: conntrack's SYN_SENT timeout, 120 s, from the
+	// last packet) the 5-tuple is forgotten: a packet then is a new
+	// connection.
+	require.Empty(t, s.Expired(t0.Add(15*time.Second+DefaultLinger.TCP-time.Millisecond), nil))
+	require.Equal(t, 1, s.Len())
+	require.Empty(t, s.Expired(t0.Add(15*time.Second+DefaultLinger.TCP), nil))
+	require.Zero(t, s.Len())
+	later := t0.Add(200 * time.Second)
+	s.Add(syn, nil, nil, later)
+	xs = s.Flush(later, nil)
+	require.Len(t, xs, 1)
+	require.Equal(t, later, xs[0].Start)
+	require.Equal(t, []uint64{1, 80, 1, 80}, []uint64{xs[0].Packets, xs[0].Bytes, xs[0].PacketDelta, xs[0].OctetDelta})
+}
+
+// TestStoreGapsWithinTheLingerAreOneChain: the siblings of SYN retries. A
+// ping (an echo request a second, one identifier) and datagrams a few
+// seconds apart (a DNS client's retries) are each one connection on the
+// source Node's conntrack (ICMP and UDP: 30 s without a packet): with a 1 s
+// idle timeout they are exported between their packets, as one chain. A
+// datagram more than the UDP linger after the previous one is a new
+// connection.
+func TestStoreGapsWithinTheLingerAreOneChain(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tt := range []struct {
+		name string
+		pkt  []byte
+		at   []time.Duration // seconds
+		size uint64
+	}{
+		{"icmp echo, one a second", ipv4("10.0.0.1", "10.0.0.2", 1, 84, 8, 0, 0, 0, 0x12, 0x34), []time.Duration{0, 1, 2, 3, 4, 5}, 84},
+		{"icmpv6 echo, one a second", ipv6("fd00::1", "fd00::2", 58, 64, 128, 0, 0, 0, 0, 7), []time.Duration{0, 1, 2, 3, 4, 5}, 104},
+		{"udp retries", ipv4("10.0.0.1", "10.0.0.2", 17, 60, ports(5353, 53)...), []time.Duration{0, 5, 10, 25}, 60},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(Config{IdleTimeout: time.Second, ActiveTimeout: 2 * time.Second})
+			var xs []Export
+			tick := t0.Add(500 * time.Millisecond)
+			for _, at := range tt.at {
+				at := t0.Add(at * time.Second)
+				for ; tick.Before(at); tick = tick.Add(time.Second) {
+					xs = s.Expired(tick, xs)
+				}
+				require.Equal(t, Accounted, s.Add(tt.pkt, nil, nil, at))
+			}
+			for end := tick.Add(5 * time.Second); tick.Before(end); tick = tick.Add(time.Second) {
+				xs = s.Expired(tick, xs)
+			}
+			require.Greater(t, len(xs), 1, "the idle timeout passed between the packets")
+			last := chain(t, xs)
+			require.Equal(t, t0, last.Start)
+			n := uint64(len(tt.at))
+			require.Equal(t, []uint64{n, n * tt.size}, []uint64{last.Packets, last.Bytes})
+		})
+	}
+
+	s := New(Config{IdleTimeout: time.Second, ActiveTimeout: 2 * time.Second})
+	dgram := ipv4("10.0.0.1", "10.0.0.2", 17, 60, ports(5353, 53)...)
+	s.Add(dgram, nil, nil, t0)
+	require.Len(t, s.Expired(t0.Add(2*time.Second), nil), 1)
+	require.Empty(t, s.Expired(t0.Add(DefaultLinger.UDP), nil))
+	require.Zero(t, s.Len(), "forgotten at the end of the UDP linger")
+	s.Add(dgram, nil, nil, t0.Add(DefaultLinger.UDP+time.Second))
+	xs := s.Flush(t0.Add(DefaultLinger.UDP+time.Second), nil)
+	require.Len(t, xs, 1)
+	require.Equal(t, t0.Add(DefaultLinger.UDP+time.Second), xs[0].Start, "a new connection")
+}
+
+// TestStoreBoundsWithLingering: lingering connections count against
+// max_records; a new 5-tuple at the bound takes the place of the one that
+// began lingering first (counted in Evicted), and is shed only when none
+// lingers. A lingering connection that goes on leaves the list.
+func TestStoreBoundsWithLingering(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	pkt := func(port uint16) []byte { return ipv4("10.0.0.1", "10.0.0.2", 6, 60, ports(port, 80)...) }
+	s := New(Config{IdleTimeout: time.Second, ActiveTimeout: time.Minute, MaxRecords: 3})
+	require.Equal(t, Accounted, s.Add(pkt(1), nil, nil, t0))
+	require.Equal(t, Accounted, s.Add(pkt(2), nil, nil, t0.Add(time.Second)))
+	require.Equal(t, Accounted, s.Add(pkt(3), nil, nil, t0.Add(2*time.Second)))
+	require.Len(t, s.Expired(t0.Add(1500*time.Millisecond), nil), 1) // 1 lingers
+	require.Len(t, s.Expired(t0.Add(2500*time.Millisecond), nil), 1) // 2 lingers
+	require.Equal(t, []int{3, 2}, []int{s.Len(), s.Lingering()})
+
+	require.Equal(t, Accounted, s.Add(pkt(2), nil, nil, t0.Add(3*time.Second)), "2 goes on")
+	require.Equal(t, 1, s.Lingering())
+	require.Equal(t, Accounted, s.Add(pkt(4), nil, nil, t0.Add(3*time.Second)), "4 takes 1's place")
+	require.Equal(t, uint64(1), s.Evicted())
+	require.Equal(t, []int{3, 0}, []int{s.Len(), s.Lingering()})
+	require.Equal(t, MaxRecords, s.Add(pkt(5), nil, nil, t0.Add(3*time.Second)), "none lingers: shed")
+	require.Equal(t, MaxRecords, s.Add(pkt(1), nil, nil, t0.Add(3*time.Second)), "1 was forgotten: a new 5-tuple, shed")
+
+	xs := s.Flush(t0.Add(4*time.Second), nil)
+	require.Len(t, xs, 3)
+	for _, x := range xs {
+		if x.SrcPort == 2 {
+			require.Equal(t, []uint64{2, 1}, []uint64{x.Packets, x.PacketDelta}, "one chain across the linger")
+			require.Equal(t, t0.Add(time.Second), x.Start)
+		}
+	}
 }

@@ -23,26 +23,27 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                              metric.Meter
-	mu                                 sync.Mutex
-	registrations                      []metric.Registration
-	ReceiverConntrackConnections       metric.Int64Gauge
-	ReceiverConntrackConnectionsShed   metric.Int64Counter
-	ReceiverConntrackDeniedConnections metric.Int64Gauge
-	ReceiverConntrackDeniedPackets     metric.Int64Counter
-	ReceiverConntrackDeniedRecords     metric.Int64Counter
-	ReceiverConntrackEntries           metric.Int64Gauge
-	ReceiverConntrackEntriesFiltered   metric.Int64Counter
-	ReceiverConntrackEvents            metric.Int64Counter
-	ReceiverConntrackNetlinkErrors     metric.Int64Counter
-	ReceiverConntrackPollDuration      metric.Float64Histogram
-	ReceiverConntrackPollsOverrun      metric.Int64Counter
-	ReceiverConntrackRecordsDropped    metric.Int64Counter
-	ReceiverConntrackRecordsEmitted    metric.Int64Counter
-	ReceiverConntrackRecordsFlushed    metric.Int64Counter
-	ReceiverConntrackRecordsIncomplete metric.Int64Counter
-	ReceiverConntrackResumeConnections metric.Int64Counter
-	ReceiverConntrackTableMax          metric.Int64Gauge
+	meter                                   metric.Meter
+	mu                                      sync.Mutex
+	registrations                           []metric.Registration
+	ReceiverConntrackConnections            metric.Int64Gauge
+	ReceiverConntrackConnectionsShed        metric.Int64Counter
+	ReceiverConntrackDeniedConnections      metric.Int64Gauge
+	ReceiverConntrackDeniedLingeringEvicted metric.Int64Counter
+	ReceiverConntrackDeniedPackets          metric.Int64Counter
+	ReceiverConntrackDeniedRecords          metric.Int64Counter
+	ReceiverConntrackEntries                metric.Int64Gauge
+	ReceiverConntrackEntriesFiltered        metric.Int64Counter
+	ReceiverConntrackEvents                 metric.Int64Counter
+	ReceiverConntrackNetlinkErrors          metric.Int64Counter
+	ReceiverConntrackPollDuration           metric.Float64Histogram
+	ReceiverConntrackPollsOverrun           metric.Int64Counter
+	ReceiverConntrackRecordsDropped         metric.Int64Counter
+	ReceiverConntrackRecordsEmitted         metric.Int64Counter
+	ReceiverConntrackRecordsFlushed         metric.Int64Counter
+	ReceiverConntrackRecordsIncomplete      metric.Int64Counter
+	ReceiverConntrackResumeConnections      metric.Int64Counter
+	ReceiverConntrackTableMax               metric.Int64Gauge
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -88,7 +89,13 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverConntrackDeniedConnections, err = builder.meter.Int64Gauge(
 		"otelcol_receiver_conntrack_denied_connections",
-		metric.WithDescription("Denied connections held (5-tuples whose logged packets wait for their record). [Development]"),
+		metric.WithDescription("Denied connections held: 5-tuples whose logged packets wait for their record, and 5-tuples lingering after their last record (remembered so that a later packet, such as a SYN retry, continues the same connection). [Development]"),
+		metric.WithUnit("{connection}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverConntrackDeniedLingeringEvicted, err = builder.meter.Int64Counter(
+		"otelcol_receiver_conntrack_denied_lingering_evicted",
+		metric.WithDescription("Lingering denied connections (every packet reported) forgotten before their linger ended to hold a new 5-tuple under denied.max_records; a later packet of one starts a new connection. [Development]"),
 		metric.WithUnit("{connection}"),
 	)
 	errs = errors.Join(errs, err)

@@ -54,13 +54,29 @@ func AssertEqualReceiverConntrackConnectionsShed(t *testing.T, tt *componenttest
 func AssertEqualReceiverConntrackDeniedConnections(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_conntrack_denied_connections",
-		Description: "Denied connections held (5-tuples whose logged packets wait for their record). [Development]",
+		Description: "Denied connections held: 5-tuples whose logged packets wait for their record, and 5-tuples lingering after their last record (remembered so that a later packet, such as a SYN retry, continues the same connection). [Development]",
 		Unit:        "{connection}",
 		Data: metricdata.Gauge[int64]{
 			DataPoints: dps,
 		},
 	}
 	got, err := tt.GetMetric("otelcol_receiver_conntrack_denied_connections")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverConntrackDeniedLingeringEvicted(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_conntrack_denied_lingering_evicted",
+		Description: "Lingering denied connections (every packet reported) forgotten before their linger ended to hold a new 5-tuple under denied.max_records; a later packet of one starts a new connection. [Development]",
+		Unit:        "{connection}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_conntrack_denied_lingering_evicted")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -22,6 +22,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverConntrackConnections.Record(context.Background(), 1)
 	tb.ReceiverConntrackConnectionsShed.Add(context.Background(), 1)
 	tb.ReceiverConntrackDeniedConnections.Record(context.Background(), 1)
+	tb.ReceiverConntrackDeniedLingeringEvicted.Add(context.Background(), 1)
 	tb.ReceiverConntrackDeniedPackets.Add(context.Background(), 1)
 	tb.ReceiverConntrackDeniedRecords.Add(context.Background(), 1)
 	tb.ReceiverConntrackEntries.Record(context.Background(), 1)
@@ -43,6 +44,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverConntrackDeniedConnections(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverConntrackDeniedLingeringEvicted(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverConntrackDeniedPackets(t, testTel,
