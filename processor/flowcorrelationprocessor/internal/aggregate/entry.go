@@ -1,8 +1,6 @@
 package aggregate
 
 import (
-	"time"
-
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
@@ -36,9 +34,11 @@ type entry struct {
 
 	// pairingDeadline is when a pending half is exported unpaired: its
 	// arrival plus the pairing timeout (the arrival is not kept apart).
-	pairingDeadline  time.Time
-	activeDeadline   time.Time // ready: re-export then, if updated
-	inactiveDeadline time.Time // ready: forget then (after a last export if updated)
+	// Deadlines are Unix ns, not time.Time: the entry stays in its
+	// allocation size class.
+	pairingDeadline  int64
+	activeDeadline   int64 // ready: re-export then, if updated
+	inactiveDeadline int64 // ready: forget then (after a last export if updated)
 
 	due   int64 // heap order, Unix ns; may be earlier than the real next deadline
 	index int   // position in the heap
@@ -70,14 +70,11 @@ func (e *entry) alreadyReported() bool {
 }
 
 // nextDeadline is when e next needs attention.
-func (e *entry) nextDeadline() time.Time {
+func (e *entry) nextDeadline() int64 {
 	if !e.ready {
 		return e.pairingDeadline
 	}
-	if e.activeDeadline.Before(e.inactiveDeadline) {
-		return e.activeDeadline
-	}
-	return e.inactiveDeadline
+	return min(e.activeDeadline, e.inactiveDeadline)
 }
 
 // deadlineQueue is a min-heap of entries by due time. Deadlines that move
@@ -163,7 +160,7 @@ func (q deadlineQueue) fix(i int) {
 // reschedule moves e earlier in the queue when its next deadline is earlier
 // than its place.
 func (q deadlineQueue) reschedule(e *entry) {
-	if d := e.nextDeadline().UnixNano(); d < e.due {
+	if d := e.nextDeadline(); d < e.due {
 		e.due = d
 		q.up(e.index)
 	}

@@ -139,7 +139,7 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 		if e.ready {
 			t.export(e, now, ReasonReady, emit)
 		}
-		e.due = e.nextDeadline().UnixNano()
+		e.due = e.nextDeadline()
 		t.queue.push(e)
 		t.enforceBound(now, emit)
 		return
@@ -153,13 +153,13 @@ func (t *Table) Add(r *flowrecord.Record, now time.Time, emit Emit) {
 		}
 		e.paired, e.ready, pairedNow = true, true, true
 		if t.OnPaired != nil {
-			t.OnPaired(now.Sub(e.pairingDeadline.Add(-t.s.PairingTimeout)))
+			t.OnPaired(now.Sub(time.Unix(0, e.pairingDeadline-int64(t.s.PairingTimeout))))
 		}
 	}
 	fresh, what := addStats(e, r, h)
 	if fresh {
 		e.updated = true
-		e.inactiveDeadline = now.Add(t.s.InactiveTimeout)
+		e.inactiveDeadline = now.Add(t.s.InactiveTimeout).UnixNano()
 	}
 	if what != arrivalNewer && t.OnLate != nil {
 		t.OnLate(what == arrivalDuplicate)
@@ -182,9 +182,9 @@ func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) 
 		t.pending++
 	}
 	initStats(e, r, h)
-	e.pairingDeadline = now.Add(t.s.PairingTimeout)
-	e.activeDeadline = now.Add(t.s.ActiveTimeout)
-	e.inactiveDeadline = now.Add(t.s.InactiveTimeout)
+	e.pairingDeadline = now.Add(t.s.PairingTimeout).UnixNano()
+	e.activeDeadline = now.Add(t.s.ActiveTimeout).UnixNano()
+	e.inactiveDeadline = now.Add(t.s.InactiveTimeout).UnixNano()
 	t.entries[key] = e
 	return e
 }
@@ -230,7 +230,7 @@ func (t *Table) Expire(now time.Time, emit Emit) {
 			t.release(e)
 			continue
 		}
-		e.due = e.nextDeadline().UnixNano()
+		e.due = e.nextDeadline()
 		t.queue.fix(0)
 	}
 	t.markFree()
@@ -239,25 +239,25 @@ func (t *Table) Expire(now time.Time, emit Emit) {
 // expire handles e at now and reports whether it is to be forgotten.
 func (t *Table) expire(e *entry, now time.Time, emit Emit) bool {
 	if !e.ready {
-		if now.Before(e.pairingDeadline) {
+		if now.UnixNano() < e.pairingDeadline {
 			return false
 		}
 		t.pending--
 		e.ready = true // from now on an unpaired connection, exported like any other
 		t.exportUnpaired(e, now, ReasonPairingTimeout, emit)
-		return !now.Before(e.inactiveDeadline)
+		return now.UnixNano() >= e.inactiveDeadline
 	}
-	if !now.Before(e.inactiveDeadline) {
+	if now.UnixNano() >= e.inactiveDeadline {
 		if e.updated {
 			t.export(e, now, ReasonInactive, emit)
 		}
 		return true
 	}
-	if !now.Before(e.activeDeadline) {
+	if now.UnixNano() >= e.activeDeadline {
 		if e.updated {
 			t.export(e, now, ReasonActiveTimeout, emit)
 		} else {
-			e.activeDeadline = now.Add(t.s.ActiveTimeout)
+			e.activeDeadline = now.Add(t.s.ActiveTimeout).UnixNano()
 		}
 	}
 	return false
@@ -280,7 +280,7 @@ func (t *Table) exportUnpaired(e *entry, now time.Time, why Reason, emit Emit) {
 		t.OnAlreadyReported()
 	}
 	e.updated = false
-	e.activeDeadline = now.Add(t.s.ActiveTimeout)
+	e.activeDeadline = now.Add(t.s.ActiveTimeout).UnixNano()
 }
 
 // enforceBound exports early and forgets the connections whose deadlines are
@@ -343,7 +343,7 @@ func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
 	resetAfterExport(e)
 	e.updated = false
 	e.exported = true
-	e.activeDeadline = now.Add(t.s.ActiveTimeout)
+	e.activeDeadline = now.Add(t.s.ActiveTimeout).UnixNano()
 }
 
 // foldRelay stands for an export of a relay leg's entry (the onward leg a
@@ -357,5 +357,5 @@ func (t *Table) foldRelay(e *entry, now time.Time, why Reason) {
 	resetAfterExport(e)
 	e.updated = false
 	e.exported = true
-	e.activeDeadline = now.Add(t.s.ActiveTimeout)
+	e.activeDeadline = now.Add(t.s.ActiveTimeout).UnixNano()
 }
