@@ -9,6 +9,9 @@ import (
 
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
 // Config is the antrea_flows receiver's configuration. The defaults are the
@@ -28,6 +31,26 @@ type Config struct {
 	// ClusterUID is the k8s.cluster.uid resource attribute of the records:
 	// the agents do not send it. Empty: not set.
 	ClusterUID string `mapstructure:"cluster_uid"`
+	// Kubernetes, when set, watches the cluster's Nodes, so that a Node's
+	// own addresses (its podCIDR gateway address, InternalIP, ExternalIP)
+	// are Node endpoints of that Node (decision D1): a host's traffic to its
+	// own Pods, which Antrea's agents label inter-Node or to-external
+	// (Antrea issue #8260), is intra-Node and awaits no other half.
+	Kubernetes configoptional.Optional[KubernetesConfig] `mapstructure:"kubernetes"`
+
+	// kubeClient replaces the client Kubernetes would build (tests).
+	kubeClient kubernetes.Interface
+
+	_ struct{}
+}
+
+// KubernetesConfig is how the receiver reaches the API server.
+type KubernetesConfig struct {
+	// AuthType is serviceAccount (in-cluster) or kubeConfig.
+	AuthType string `mapstructure:"auth_type"`
+	// KubeConfig is the kubeconfig file of auth_type kubeConfig (empty:
+	// $KUBECONFIG, then ~/.kube/config).
+	KubeConfig string `mapstructure:"kubeconfig"`
 
 	_ struct{}
 }
@@ -105,6 +128,11 @@ func (c *Config) Validate() error {
 		}
 		if c.GRPC.MaxRecvMsgSize <= 0 {
 			errs = append(errs, fmt.Errorf("grpc.max_recv_msg_size: must be positive (got %d); set a size in bytes such as 4194304", c.GRPC.MaxRecvMsgSize))
+		}
+	}
+	if c.Kubernetes.HasValue() {
+		if k := c.Kubernetes.Get(); k.AuthType != k8sindex.AuthServiceAccount && k.AuthType != k8sindex.AuthKubeConfig {
+			errs = append(errs, fmt.Errorf("kubernetes.auth_type: unknown (got %q); set %s or %s", k.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
 		}
 	}
 	return errors.Join(errs...)

@@ -36,6 +36,10 @@ type antreaReceiver struct {
 	wg      sync.WaitGroup
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{}
+
+	// nodes are the cluster's Nodes' own addresses (kubernetes set), nil otherwise.
+	nodes     *nodeAddrs
+	informers interface{ Shutdown() }
 }
 
 var errNilConsumer = errors.New("nil next consumer")
@@ -55,6 +59,9 @@ func (r *antreaReceiver) Start(ctx context.Context, _ component.Host) error {
 			return fmt.Errorf("antrea_flows: tls: %w", err)
 		}
 		r.tlsCfg = c
+	}
+	if err := r.startNodes(ctx); err != nil {
+		return err
 	}
 	if err := r.startIPFIX(); err != nil {
 		r.closeListeners()
@@ -96,6 +103,9 @@ func (r *antreaReceiver) Shutdown(context.Context) error {
 	}
 	r.connsMu.Unlock()
 	r.wg.Wait()
+	if r.informers != nil {
+		r.informers.Shutdown()
+	}
 	r.tel.Shutdown()
 	return nil
 }
@@ -107,7 +117,7 @@ func (r *antreaReceiver) deliver(ctx context.Context, records []agentRecord, tra
 		return
 	}
 	r.tel.ReceiverAntreaFlowsRecordsReceived.Add(ctx, int64(len(records)), transport.attr())
-	b := newBatch(r.cfg.ClusterUID, metadata.ScopeName, r.set.BuildInfo.Version)
+	b := newBatch(r.cfg.ClusterUID, metadata.ScopeName, r.set.BuildInfo.Version, r.nodes)
 	now := time.Now()
 	for i := range records {
 		if ref := b.add(&records[i], now); ref != nil {

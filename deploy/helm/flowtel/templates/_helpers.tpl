@@ -162,7 +162,8 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
       "ipfix" (dict "endpoint" "0.0.0.0:4739" "transports" (list "tcp" "udp"))
       "grpc" (dict "endpoint" "0.0.0.0:14739")
       "tls" (dict "cert_file" "/etc/flowtel/antrea/tls.crt" "key_file" "/etc/flowtel/antrea/tls.key"
-                  "client_ca_file" "/etc/flowtel/antrea/ca.crt" "reload_interval" "1m" "client_ca_file_reload" true)) -}}
+                  "client_ca_file" "/etc/flowtel/antrea/ca.crt" "reload_interval" "1m" "client_ca_file_reload" true)
+      "kubernetes" (dict "auth_type" "serviceAccount")) -}}
 {{- $_ := set $cfg.service.pipelines.logs "receivers" (append $cfg.service.pipelines.logs.receivers "antrea_flows") -}}
 {{- end }}{{ end }}
 {{- toYaml (mustMergeOverwrite $cfg (deepCopy .Values.gateway.config)) }}
