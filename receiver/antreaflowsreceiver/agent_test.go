@@ -332,6 +332,13 @@ func (p *pki) serverConfig() configoptional.Optional[configtls.ServerConfig] {
 	})
 }
 
+// secure serves IPFIX over TLS and gRPC over TLS with the agents' client
+// certificates required, as the shipped configurations do (no UDP beside TLS).
+func (p *pki) secure(c *Config) {
+	c.TLS = p.serverConfig()
+	c.IPFIX.Transports = []string{transportTCP}
+}
+
 func readFile(t testing.TB, path string) []byte {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)

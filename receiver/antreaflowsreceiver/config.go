@@ -67,6 +67,11 @@ type IPFIXConfig struct {
 	// MaxUDPExporters bounds the UDP exporters whose templates are kept;
 	// the one heard from least recently is forgotten first.
 	MaxUDPExporters int `mapstructure:"max_udp_exporters"`
+	// InsecureUDP accepts udp in transports although tls is set: the opt-out
+	// of the rule that no plaintext transport listens beside TLS. UDP is
+	// neither encrypted nor authenticated, so its records never carry the
+	// authenticated-agent mark (node_identity does not let them pass).
+	InsecureUDP bool `mapstructure:"insecure_udp"`
 
 	_ struct{}
 }
@@ -114,6 +119,9 @@ func (c *Config) Validate() error {
 		}
 		if len(slices.Compact(slices.Sorted(slices.Values(c.IPFIX.Transports)))) != len(c.IPFIX.Transports) {
 			errs = append(errs, fmt.Errorf("ipfix.transports: listed twice (got %v); list each transport once", c.IPFIX.Transports))
+		}
+		if c.TLS.HasValue() && slices.Contains(c.IPFIX.Transports, transportUDP) && !c.IPFIX.InsecureUDP {
+			errs = append(errs, errors.New("ipfix.transports: udp beside tls (UDP is neither encrypted nor authenticated: any host could send records in any Node's name); remove udp from ipfix.transports, or opt out with ipfix.insecure_udp: true (its records are then not marked as an authenticated agent's)"))
 		}
 		if c.IPFIX.TemplateTTL <= 0 {
 			errs = append(errs, fmt.Errorf("ipfix.template_ttl: must be positive (got %s); set a duration such as 30m", c.IPFIX.TemplateTTL))

@@ -100,7 +100,7 @@ func TestAgentHalvesPair(t *testing.T) {
 		checkInterNodePair(t, g.paired(t, 1)[0])
 	})
 	t.Run("grpc", func(t *testing.T) {
-		g := startGateway(t, func(c *Config) { c.TLS = p.serverConfig() })
+		g := startGateway(t, func(c *Config) { p.secure(c) })
 		src, dst := interNodeHalves(43512)
 		creds := p.grpcTLS(t, p.clientCert, p.clientKey)
 		require.NoError(t, exportGRPC(t, g.cfg.GRPC.Endpoint, creds, toFlow(&dst)))

@@ -111,8 +111,9 @@ func (r *antreaReceiver) Shutdown(context.Context) error {
 }
 
 // deliver hands the decoded records of one message or request to the next
-// consumer, counting what it receives, refuses and loses.
-func (r *antreaReceiver) deliver(ctx context.Context, records []agentRecord, transport transportName) {
+// consumer, counting what it receives, refuses and loses. authenticated says
+// the peer presented a client certificate the client CA verified.
+func (r *antreaReceiver) deliver(ctx context.Context, records []agentRecord, transport transportName, authenticated bool) {
 	if len(records) == 0 {
 		return
 	}
@@ -128,14 +129,25 @@ func (r *antreaReceiver) deliver(ctx context.Context, records []agentRecord, tra
 	if n == 0 {
 		return
 	}
-	// Marked as an agent's: the gateway's node_identity processor lets it
-	// pass, since this receiver, not a bearer token, authenticated the sender.
-	if err := r.next.ConsumeLogs(senderauth.WithAntreaAgent(ctx, string(transport)), logs); err != nil {
+	// Marked as an agent's only when this receiver, not a bearer token,
+	// authenticated the sender (a client certificate the client CA
+	// verified): the gateway's node_identity processor lets the mark pass.
+	// UDP, plaintext TCP and plaintext gRPC are anyone's.
+	if authenticated {
+		ctx = senderauth.WithAntreaAgent(ctx, string(transport))
+	}
+	if err := r.next.ConsumeLogs(ctx, logs); err != nil {
 		r.tel.ReceiverAntreaFlowsRecordsDropped.Add(ctx, int64(n), dropConsumerError)
 		r.set.Logger.Warn("antrea_flows: the next consumer refused records; they are lost", zap.Int("records", n), zap.Error(err))
 		return
 	}
 	r.tel.ReceiverAntreaFlowsRecordsEmitted.Add(ctx, int64(n))
+}
+
+// verifiedPeer says whether a TLS connection's client presented a
+// certificate that verified against the client CA.
+func verifiedPeer(st *tls.ConnectionState) bool {
+	return st != nil && len(st.VerifiedChains) > 0
 }
 
 func (r *antreaReceiver) refused(ctx context.Context, reason string, n int, err error) {
