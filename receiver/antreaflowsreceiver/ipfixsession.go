@@ -75,17 +75,37 @@ func (s *session) decode(msg []byte, now time.Time) (messageResult, error) {
 	// Template sets first pass: a malformed template set refuses the message.
 	learnt := map[uint64]*template{}
 	withdrawn := map[uint64]bool{}
+	withdrawAll := false
 	for b := body; len(b) > 0; {
 		id, n := binary.BigEndian.Uint16(b), int(binary.BigEndian.Uint16(b[2:]))
 		if id == templateSetID {
 			err := parseTemplateSet(b[setHeaderLen:n],
 				func(tid uint16, t *template) { learnt[templateKey(h.domain, tid)] = t },
-				func(tid uint16) { withdrawn[templateKey(h.domain, tid)] = true })
+				func(tid uint16) {
+					if tid == templateSetID {
+						// All of the domain's, including those learnt
+						// earlier in this message.
+						withdrawAll = true
+						clear(learnt)
+						clear(withdrawn)
+						return
+					}
+					withdrawn[templateKey(h.domain, tid)] = true
+					delete(learnt, templateKey(h.domain, tid))
+				})
 			if err != nil {
 				return messageResult{}, err
 			}
 		}
 		b = b[n:]
+	}
+	if withdrawAll {
+		for k := range s.templates {
+			if uint32(k>>16) == h.domain {
+				delete(s.templates, k)
+				delete(s.announced, k)
+			}
+		}
 	}
 	for k := range withdrawn {
 		delete(s.templates, k)
