@@ -143,6 +143,9 @@ func (s *session) decode(msg []byte, now time.Time) (messageResult, error) {
 				s.records = s.records[:len(s.records)-1]
 				res.refuse(reasonMalformedRecord, bad)
 			} else {
+				if !a.serviceAddr.IsValid() {
+					a.serviceAddr = a.clusterAddr
+				}
 				a.exportTime = h.exportTime
 				a.observationDomain = h.domain
 			}

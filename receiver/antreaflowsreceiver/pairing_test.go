@@ -266,3 +266,22 @@ func TestHostToLocalPodIsIntraNode(t *testing.T) {
 	}
 	assert.Equal(t, "6|10.10.1.1:61000|10.10.0.9:8080", np.Key, "a remote Node's gateway is still an inter-Node source")
 }
+
+// TestNodePortPairsFromAgentsWithoutServiceIP (issue 42.10): Antrea v2.6
+// agents send the Service address only as destinationClusterIPv4/6 (IEs 106,
+// 107), not destinationServiceIPv4/6; the IPFIX path falls back to it as the
+// gRPC path does, so the NodePort halves keep their pre-DNAT destination
+// and pair.
+func TestNodePortPairsFromAgentsWithoutServiceIP(t *testing.T) {
+	g := startGateway(t, nil)
+	v26 := []string{"destinationServiceIPv4", "destinationServiceIPv6"}
+	ingress, dst := nodePortHalves()
+	newAgentWithout(t, g.cfg.IPFIX.Endpoint, "tcp", "node-b", nil, v26...).send(t, &ingress)
+	newAgentWithout(t, g.cfg.IPFIX.Endpoint, "tcp", "node-a", nil, v26...).send(t, &dst)
+	got := g.paired(t, 1)
+	np := got[0]
+	assert.Equal(t, flowrecord.CorrelationPaired, np.Correlation)
+	assert.Equal(t, nodeB, np.Service.Address, "from destinationClusterIPv4")
+	assert.Equal(t, nodeB, np.OriginalDestinationAddress)
+	assert.Equal(t, client, np.Source.Address)
+}
