@@ -90,6 +90,11 @@ func parseTemplateSet(b []byte, add func(id uint16, t *template), withdraw func(
 			withdraw(id)
 			continue
 		}
+		// Each field specifier takes at least 4 bytes: a count the set
+		// cannot hold is refused before anything is allocated for it.
+		if count*4 > len(b) {
+			return malformed("template %d claims %d fields, its set holds at most %d", id, count, len(b)/4)
+		}
 		t := &template{fields: make([]templateField, 0, count)}
 		for range count {
 			if len(b) < 4 {
