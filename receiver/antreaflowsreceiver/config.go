@@ -67,6 +67,11 @@ type IPFIXConfig struct {
 	// MaxUDPExporters bounds the UDP exporters whose templates are kept;
 	// the one heard from least recently is forgotten first.
 	MaxUDPExporters int `mapstructure:"max_udp_exporters"`
+	// MaxTemplatesPerSession bounds the templates one session (a TCP or TLS
+	// connection, a UDP exporter) keeps; MaxTemplates those of all sessions.
+	// A template over either bound is refused and counted (template_limit).
+	MaxTemplatesPerSession int `mapstructure:"max_templates_per_session"`
+	MaxTemplates           int `mapstructure:"max_templates"`
 	// InsecureUDP accepts udp in transports although tls is set: the opt-out
 	// of the rule that no plaintext transport listens beside TLS. UDP is
 	// neither encrypted nor authenticated, so its records never carry the
@@ -94,7 +99,8 @@ const (
 func createDefaultConfig() *Config {
 	return &Config{
 		IPFIX: IPFIXConfig{Endpoint: ":4739", Transports: []string{transportTCP, transportUDP},
-			TemplateTTL: 30 * time.Minute, MaxUDPExporters: 10_000},
+			TemplateTTL: 30 * time.Minute, MaxUDPExporters: 10_000,
+			MaxTemplatesPerSession: 64, MaxTemplates: 20_000},
 		GRPC: GRPCConfig{Endpoint: ":14739", MaxRecvMsgSize: 4 << 20},
 	}
 }
@@ -125,6 +131,12 @@ func (c *Config) Validate() error {
 		}
 		if c.IPFIX.TemplateTTL <= 0 {
 			errs = append(errs, fmt.Errorf("ipfix.template_ttl: must be positive (got %s); set a duration such as 30m", c.IPFIX.TemplateTTL))
+		}
+		if c.IPFIX.MaxTemplatesPerSession <= 0 {
+			errs = append(errs, fmt.Errorf("ipfix.max_templates_per_session: must be positive (got %d); set a bound such as 64", c.IPFIX.MaxTemplatesPerSession))
+		}
+		if c.IPFIX.MaxTemplates <= 0 {
+			errs = append(errs, fmt.Errorf("ipfix.max_templates: must be positive (got %d); set a bound such as 20000", c.IPFIX.MaxTemplates))
 		}
 		if c.IPFIX.MaxUDPExporters <= 0 {
 			errs = append(errs, fmt.Errorf("ipfix.max_udp_exporters: must be positive (got %d); set a bound such as 10000", c.IPFIX.MaxUDPExporters))

@@ -24,6 +24,7 @@ const (
 	reasonMalformedRecord  = "malformed_record"
 	reasonNoNode           = "no_node"
 	reasonNoEnd            = "no_end"
+	reasonTemplateLimit    = "template_limit"
 )
 
 // refusal is a record the receiver does not turn into a half, and why.

@@ -101,7 +101,8 @@ func (r *antreaReceiver) serveIPFIXConn(conn net.Conn) {
 	r.tel.ReceiverAntreaFlowsSessions.Add(ctx, 1)
 	defer r.tel.ReceiverAntreaFlowsSessions.Add(ctx, -1)
 
-	s := newSession(0)
+	s := newBoundedSession(0, r.templates)
+	defer s.close()
 	rd := bufio.NewReaderSize(conn, 64<<10)
 	var msg []byte
 	for {
@@ -173,7 +174,7 @@ func (r *antreaReceiver) serveUDP(pc net.PacketConn) {
 			if len(sessions) >= r.cfg.IPFIX.MaxUDPExporters {
 				forgetOldest(sessions)
 			}
-			s = newSession(r.cfg.IPFIX.TemplateTTL)
+			s = newBoundedSession(r.cfg.IPFIX.TemplateTTL, r.templates)
 			sessions[key] = s
 		}
 		r.handleMessage(ctx, s, buf[:n], viaUDP, false, from)
@@ -187,6 +188,9 @@ func forgetOldest(sessions map[netip.AddrPort]*session) {
 		if at.IsZero() || s.lastSeen.Before(at) {
 			oldest, at = k, s.lastSeen
 		}
+	}
+	if s := sessions[oldest]; s != nil {
+		s.close()
 	}
 	delete(sessions, oldest)
 }

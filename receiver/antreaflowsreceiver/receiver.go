@@ -27,15 +27,16 @@ type antreaReceiver struct {
 	next consumer.Logs
 	tel  *metadata.TelemetryBuilder
 
-	tlsCfg  *tls.Config
-	tcp     net.Listener
-	udp     net.PacketConn
-	grpc    *grpc.Server
-	grpcLn  net.Listener
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	connsMu sync.Mutex
-	conns   map[net.Conn]struct{}
+	tlsCfg    *tls.Config
+	templates *templateLimits
+	tcp       net.Listener
+	udp       net.PacketConn
+	grpc      *grpc.Server
+	grpcLn    net.Listener
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	connsMu   sync.Mutex
+	conns     map[net.Conn]struct{}
 
 	// nodes are the cluster's Nodes' own addresses (kubernetes set), nil otherwise.
 	nodes     *nodeAddrs
@@ -49,7 +50,8 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*antre
 	if err != nil {
 		return nil, err
 	}
-	return &antreaReceiver{cfg: cfg, set: set, next: next, tel: tel, stop: make(chan struct{}), conns: map[net.Conn]struct{}{}}, nil
+	return &antreaReceiver{cfg: cfg, set: set, next: next, tel: tel, stop: make(chan struct{}), conns: map[net.Conn]struct{}{},
+		templates: &templateLimits{perSession: cfg.IPFIX.MaxTemplatesPerSession, max: int64(cfg.IPFIX.MaxTemplates)}}, nil
 }
 
 func (r *antreaReceiver) Start(ctx context.Context, _ component.Host) error {
