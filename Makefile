@@ -64,6 +64,7 @@ test: deps build peers ## Unit, integration and end-to-end tests, plus a bounded
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/attrcodec
 	$(GO) test -run '^$$' -fuzz '^FuzzCompactRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/compactcodec
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCompact$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/compactcodec
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(FUZZTIME) ./receiver/antreaflowsreceiver
 
 .PHONY: generate
 generate: ## Regenerate each component's metadata code, generated tests and documentation.md with mdatagen

@@ -130,7 +130,7 @@ func checkAntreaService(t *testing.T, objs []*unstructured.Unstructured) corev1.
 	want := map[string]struct {
 		port  int32
 		proto corev1.Protocol
-	}{"ipfix-tcp": {4739, corev1.ProtocolTCP}, "ipfix-udp": {4739, corev1.ProtocolUDP}, "grpc": {14739, corev1.ProtocolTCP}}
+	}{"ipfix-tcp": {4739, corev1.ProtocolTCP}, "grpc": {14739, corev1.ProtocolTCP}}
 	if len(svc.Spec.Ports) != len(want) {
 		t.Errorf("Service ports %+v, want %v", svc.Spec.Ports, want)
 	}
@@ -149,6 +149,11 @@ func checkAntreaService(t *testing.T, objs []*unstructured.Unstructured) corev1.
 		t.Errorf("gateway replicas %v, want 1: each agent exports to one replica", gw.Spec.Replicas)
 	}
 	c := gw.Spec.Template.Spec.Containers[0]
+	// No plaintext transport beside TLS (issue 42.1): UDP is neither
+	// encrypted nor authenticated, so nothing listens for it.
+	if slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return cp.Protocol == corev1.ProtocolUDP }) {
+		t.Errorf("the gateway container serves UDP %+v beside TLS", c.Ports)
+	}
 	for _, p := range svc.Spec.Ports {
 		w, ok := want[p.Name]
 		if !ok || p.Port != w.port || p.Protocol != w.proto {
@@ -227,5 +232,16 @@ func checkAntreaConfig(t *testing.T, files ...string) {
 		if got := at(cfg, "receivers", "antrea_flows", "tls", key); got != want {
 			t.Errorf("antrea_flows tls.%s %v, want %s (the keys of flow-aggregator-tls)", key, got, want)
 		}
+	}
+	// TLS only: no UDP beside it, and no opt-out (issue 42.1).
+	if got, _ := at(cfg, "receivers", "antrea_flows", "ipfix", "transports").([]any); !slices.Equal(got, []any{"tcp"}) {
+		t.Errorf("antrea_flows ipfix.transports %v, want [tcp] (TLS; no UDP beside it)", got)
+	}
+	if got := at(cfg, "receivers", "antrea_flows", "ipfix", "insecure_udp"); got != nil {
+		t.Errorf("antrea_flows ipfix.insecure_udp %v, want unset", got)
+	}
+	// The Nodes, so that a Node's own addresses are Node endpoints (D1, issue 41.4).
+	if got := at(cfg, "receivers", "antrea_flows", "kubernetes", "auth_type"); got != "serviceAccount" {
+		t.Errorf("antrea_flows kubernetes.auth_type %v, want serviceAccount", got)
 	}
 }

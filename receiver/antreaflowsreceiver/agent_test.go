@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -190,6 +191,13 @@ type agent struct {
 
 func newAgent(t testing.TB, address, transport, node string, tlsCfg *ipfixexporter.ExporterTLSClientConfig) *agent {
 	t.Helper()
+	return newAgentWithout(t, address, transport, node, tlsCfg)
+}
+
+// newAgentWithout is newAgent with the IEs named left out of its templates
+// (an agent of another version).
+func newAgentWithout(t testing.TB, address, transport, node string, tlsCfg *ipfixexporter.ExporterTLSClientConfig, without ...string) *agent {
+	t.Helper()
 	loadRegistry.Do(registry.LoadRegistry)
 	ep, err := ipfixexporter.InitExportingProcess(ipfixexporter.ExporterInput{
 		CollectorAddress: address, CollectorProtocol: transport, ObservationDomainID: fnv1(node),
@@ -201,6 +209,9 @@ func newAgent(t testing.TB, address, transport, node string, tlsCfg *ipfixexport
 	for _, v6 := range []bool{false, true} {
 		var ies []entities.InfoElementWithValue
 		for _, ie := range agentIEs(v6) {
+			if slices.Contains(without, ie.name) {
+				continue
+			}
 			e, err := registry.GetInfoElement(ie.name, ie.ent)
 			require.NoError(t, err, ie.name)
 			a.elements[v6] = append(a.elements[v6], e)
@@ -330,6 +341,13 @@ func (p *pki) serverConfig() configoptional.Optional[configtls.ServerConfig] {
 		Config:       configtls.Config{CertFile: p.serverCert, KeyFile: p.serverKey},
 		ClientCAFile: p.ca.CertFile,
 	})
+}
+
+// secure serves IPFIX over TLS and gRPC over TLS with the agents' client
+// certificates required, as the shipped configurations do (no UDP beside TLS).
+func (p *pki) secure(c *Config) {
+	c.TLS = p.serverConfig()
+	c.IPFIX.Transports = []string{transportTCP}
 }
 
 func readFile(t testing.TB, path string) []byte {

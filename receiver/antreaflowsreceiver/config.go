@@ -9,6 +9,9 @@ import (
 
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
 // Config is the antrea_flows receiver's configuration. The defaults are the
@@ -28,6 +31,26 @@ type Config struct {
 	// ClusterUID is the k8s.cluster.uid resource attribute of the records:
 	// the agents do not send it. Empty: not set.
 	ClusterUID string `mapstructure:"cluster_uid"`
+	// Kubernetes, when set, watches the cluster's Nodes, so that a Node's
+	// own addresses (its podCIDR gateway address, InternalIP, ExternalIP)
+	// are Node endpoints of that Node (decision D1): a host's traffic to its
+	// own Pods, which Antrea's agents label inter-Node or to-external
+	// (Antrea issue #8260), is intra-Node and awaits no other half.
+	Kubernetes configoptional.Optional[KubernetesConfig] `mapstructure:"kubernetes"`
+
+	// kubeClient replaces the client Kubernetes would build (tests).
+	kubeClient kubernetes.Interface
+
+	_ struct{}
+}
+
+// KubernetesConfig is how the receiver reaches the API server.
+type KubernetesConfig struct {
+	// AuthType is serviceAccount (in-cluster) or kubeConfig.
+	AuthType string `mapstructure:"auth_type"`
+	// KubeConfig is the kubeconfig file of auth_type kubeConfig (empty:
+	// $KUBECONFIG, then ~/.kube/config).
+	KubeConfig string `mapstructure:"kubeconfig"`
 
 	_ struct{}
 }
@@ -44,6 +67,16 @@ type IPFIXConfig struct {
 	// MaxUDPExporters bounds the UDP exporters whose templates are kept;
 	// the one heard from least recently is forgotten first.
 	MaxUDPExporters int `mapstructure:"max_udp_exporters"`
+	// MaxTemplatesPerSession bounds the templates one session (a TCP or TLS
+	// connection, a UDP exporter) keeps; MaxTemplates those of all sessions.
+	// A template over either bound is refused and counted (template_limit).
+	MaxTemplatesPerSession int `mapstructure:"max_templates_per_session"`
+	MaxTemplates           int `mapstructure:"max_templates"`
+	// InsecureUDP accepts udp in transports although tls is set: the opt-out
+	// of the rule that no plaintext transport listens beside TLS. UDP is
+	// neither encrypted nor authenticated, so its records never carry the
+	// authenticated-agent mark (node_identity does not let them pass).
+	InsecureUDP bool `mapstructure:"insecure_udp"`
 
 	_ struct{}
 }
@@ -66,7 +99,8 @@ const (
 func createDefaultConfig() *Config {
 	return &Config{
 		IPFIX: IPFIXConfig{Endpoint: ":4739", Transports: []string{transportTCP, transportUDP},
-			TemplateTTL: 30 * time.Minute, MaxUDPExporters: 10_000},
+			TemplateTTL: 30 * time.Minute, MaxUDPExporters: 10_000,
+			MaxTemplatesPerSession: 64, MaxTemplates: 20_000},
 		GRPC: GRPCConfig{Endpoint: ":14739", MaxRecvMsgSize: 4 << 20},
 	}
 }
@@ -92,8 +126,17 @@ func (c *Config) Validate() error {
 		if len(slices.Compact(slices.Sorted(slices.Values(c.IPFIX.Transports)))) != len(c.IPFIX.Transports) {
 			errs = append(errs, fmt.Errorf("ipfix.transports: listed twice (got %v); list each transport once", c.IPFIX.Transports))
 		}
+		if c.TLS.HasValue() && slices.Contains(c.IPFIX.Transports, transportUDP) && !c.IPFIX.InsecureUDP {
+			errs = append(errs, errors.New("ipfix.transports: udp beside tls (UDP is neither encrypted nor authenticated: any host could send records in any Node's name); remove udp from ipfix.transports, or opt out with ipfix.insecure_udp: true (its records are then not marked as an authenticated agent's)"))
+		}
 		if c.IPFIX.TemplateTTL <= 0 {
 			errs = append(errs, fmt.Errorf("ipfix.template_ttl: must be positive (got %s); set a duration such as 30m", c.IPFIX.TemplateTTL))
+		}
+		if c.IPFIX.MaxTemplatesPerSession <= 0 {
+			errs = append(errs, fmt.Errorf("ipfix.max_templates_per_session: must be positive (got %d); set a bound such as 64", c.IPFIX.MaxTemplatesPerSession))
+		}
+		if c.IPFIX.MaxTemplates <= 0 {
+			errs = append(errs, fmt.Errorf("ipfix.max_templates: must be positive (got %d); set a bound such as 20000", c.IPFIX.MaxTemplates))
 		}
 		if c.IPFIX.MaxUDPExporters <= 0 {
 			errs = append(errs, fmt.Errorf("ipfix.max_udp_exporters: must be positive (got %d); set a bound such as 10000", c.IPFIX.MaxUDPExporters))
@@ -105,6 +148,11 @@ func (c *Config) Validate() error {
 		}
 		if c.GRPC.MaxRecvMsgSize <= 0 {
 			errs = append(errs, fmt.Errorf("grpc.max_recv_msg_size: must be positive (got %d); set a size in bytes such as 4194304", c.GRPC.MaxRecvMsgSize))
+		}
+	}
+	if c.Kubernetes.HasValue() {
+		if k := c.Kubernetes.Get(); k.AuthType != k8sindex.AuthServiceAccount && k.AuthType != k8sindex.AuthKubeConfig {
+			errs = append(errs, fmt.Errorf("kubernetes.auth_type: unknown (got %q); set %s or %s", k.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
 		}
 	}
 	return errors.Join(errs...)

@@ -24,7 +24,16 @@ func TestLoadConfig(t *testing.T) {
 				ClientCAFile: "/etc/flowtel/tls/ca.crt",
 			})
 			c.ClusterUID = "6b1c6c3e-0d4c-4a54-9f3a-3b7f0e3b5c11"
+			c.IPFIX.Transports = []string{"tcp"}
 		})},
+		{Name: "tls_insecure_udp", Want: defaults(func(c *Config) {
+			c.TLS = configoptional.Some(configtls.ServerConfig{
+				Config:       configtls.Config{CertFile: "/etc/flowtel/tls/tls.crt", KeyFile: "/etc/flowtel/tls/tls.key"},
+				ClientCAFile: "/etc/flowtel/tls/ca.crt",
+			})
+			c.IPFIX.InsecureUDP = true
+		})},
+		{Name: "bad_udp_beside_tls", Err: "ipfix.transports: udp beside tls (UDP is neither encrypted nor authenticated: any host could send records in any Node's name); remove udp from ipfix.transports, or opt out with ipfix.insecure_udp: true (its records are then not marked as an authenticated agent's)"},
 		{Name: "grpc_only", Want: defaults(func(c *Config) { c.IPFIX.Endpoint = "" })},
 		{Name: "udp_only", Want: defaults(func(c *Config) {
 			c.IPFIX.Transports, c.IPFIX.TemplateTTL, c.IPFIX.MaxUDPExporters = []string{"udp"}, 10*time.Minute, 100

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
@@ -54,6 +55,14 @@ func (s *exportService) Export(stream grpc.ClientStreamingServer[pb.ExportReques
 	r := s.r
 	r.tel.ReceiverAntreaFlowsSessions.Add(ctx, 1)
 	defer r.tel.ReceiverAntreaFlowsSessions.Add(ctx, -1)
+	// The stream's peer is authenticated when its TLS client certificate
+	// verified against the client CA (never over plaintext gRPC).
+	authenticated := false
+	if pr, ok := peer.FromContext(ctx); ok {
+		if ti, ok := pr.AuthInfo.(credentials.TLSInfo); ok {
+			authenticated = verifiedPeer(&ti.State)
+		}
+	}
 	var records []agentRecord
 	for {
 		req, err := stream.Recv()
@@ -78,7 +87,7 @@ func (s *exportService) Export(stream grpc.ClientStreamingServer[pb.ExportReques
 			}
 			records = append(records, a)
 		}
-		r.deliver(ctx, records, viaGRPC)
+		r.deliver(ctx, records, viaGRPC, authenticated)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // the UIDs only gRPC carries.
 func TestGRPCExport(t *testing.T) {
 	p := newPKI(t)
-	s := startReceiver(t, func(c *Config) { c.TLS = p.serverConfig() })
+	s := startReceiver(t, func(c *Config) { p.secure(c) })
 	src, dst := interNodeHalves(43512)
 	src.src.podUID, src.src.nodeUID, src.serviceUID, src.egress.uid = "uid-a", "uid-node-a", "uid-svc-web", "uid-acnp"
 	dst.dst.podUID, dst.dst.nodeUID, dst.ingress.uid = "uid-web", "uid-node-b", "uid-anp"

@@ -24,6 +24,7 @@ const (
 	reasonMalformedRecord  = "malformed_record"
 	reasonNoNode           = "no_node"
 	reasonNoEnd            = "no_end"
+	reasonTemplateLimit    = "template_limit"
 )
 
 // refusal is a record the receiver does not turn into a half, and why.
@@ -48,7 +49,7 @@ func refuse(reason, msg string) *refusal { return &refusal{reason: reason, err: 
 // half of a from-external flow it SNATed towards a remote Pod: it is the
 // source half, its Node unnamed (the agent does not say it). Anything else
 // names no Node and is refused.
-func toHalf(a *agentRecord, observed time.Time, r *flowrecord.Record) *refusal {
+func toHalf(a *agentRecord, observed time.Time, nodes *nodeAddrs, r *flowrecord.Record) *refusal {
 	if a.end.IsZero() {
 		return refuse(reasonNoEnd, "the record has no end time (flowEndSeconds, end_ts)")
 	}
@@ -102,6 +103,29 @@ func toHalf(a *agentRecord, observed time.Time, r *flowrecord.Record) *refusal {
 	if a.serviceAddr.IsValid() {
 		r.OriginalDestinationAddress, r.OriginalDestinationPort = a.serviceAddr, a.servicePort
 	}
+	srcLocal, dstLocal := reporter != "" && a.src.node == reporter, reporter != "" && a.dst.node == reporter
+	// Decision D1: an address of the reporting Node itself (its podCIDR
+	// gateway address, InternalIP or ExternalIP) is a Node endpoint of that
+	// Node, on its side of the connection. The agent cannot tell its own
+	// gateway from another Node's, so a host-network process or the kubelet
+	// talking to a local Pod arrives as inter-Node with only the destination
+	// named (Antrea issue #8260), and a local Pod calling its Node's address
+	// as to-external; both are intra-Node, and no other Node reports them.
+	if !srcLocal && a.src.pod == "" {
+		if uid, ok := nodes.own(reporter, r.Source.Address); ok {
+			r.Source.Kind, r.Source.NodeName, r.Source.NodeUID = flowrecord.EndpointNode, reporter, uid
+			srcLocal = true
+		}
+	}
+	if !dstLocal && a.dst.pod == "" {
+		if uid, ok := nodes.own(reporter, r.Destination.Address); ok {
+			r.Destination.Kind, r.Destination.NodeName, r.Destination.NodeUID = flowrecord.EndpointNode, reporter, uid
+			dstLocal = true
+		}
+	}
+	if srcLocal && dstLocal {
+		r.FlowType = flowrecord.FlowTypeIntraNode
+	}
 	switch r.FlowType {
 	case flowrecord.FlowTypeFromExternal:
 		if r.Source.Kind == flowrecord.EndpointUnknown {
@@ -113,7 +137,6 @@ func toHalf(a *agentRecord, observed time.Time, r *flowrecord.Record) *refusal {
 		}
 	}
 
-	srcLocal, dstLocal := reporter != "" && a.src.node == reporter, reporter != "" && a.dst.node == reporter
 	ingress := r.FlowType == flowrecord.FlowTypeFromExternal && (r.DNATed() || r.ProxySNATAddress.IsValid())
 	var side flowrecord.Side
 	switch {
@@ -189,14 +212,15 @@ type batch struct {
 	logs       plog.Logs
 	byNode     map[string]plog.LogRecordSlice
 	clusterUID string
+	nodes      *nodeAddrs
 	scope      string
 	version    string
 	n          int
 	rec        flowrecord.Record
 }
 
-func newBatch(clusterUID, scope, version string) *batch {
-	return &batch{clusterUID: clusterUID, scope: scope, version: version}
+func newBatch(clusterUID, scope, version string, nodes *nodeAddrs) *batch {
+	return &batch{clusterUID: clusterUID, scope: scope, version: version, nodes: nodes}
 }
 
 // add converts a and appends it, or returns why it is refused.
@@ -205,7 +229,7 @@ func (b *batch) add(a *agentRecord, now time.Time) *refusal {
 	if observed.IsZero() {
 		observed = now
 	}
-	if ref := toHalf(a, observed, &b.rec); ref != nil {
+	if ref := toHalf(a, observed, b.nodes, &b.rec); ref != nil {
 		return ref
 	}
 	if b.n == 0 {

@@ -30,7 +30,7 @@ func TestTwoNodesToldApartByDomain(t *testing.T) {
 			a := tc.a
 			a.src.node, a.dst.node, a.observationDomain = "node-a", "node-b", tc.domain
 			var r flowrecord.Record
-			require.Nil(t, toHalf(&a, time.Now(), &r))
+			require.Nil(t, toHalf(&a, time.Now(), nil, &r))
 			assert.Equal(t, tc.want, r.Reporter)
 			assert.Equal(t, "6|10.10.0.5:43512|10.10.1.7:8080", r.Key)
 		})
@@ -38,11 +38,11 @@ func TestTwoNodesToldApartByDomain(t *testing.T) {
 	a := src
 	a.dst.node, a.observationDomain = "node-b", 0
 	var r flowrecord.Record
-	ref := toHalf(&a, time.Now(), &r)
+	ref := toHalf(&a, time.Now(), nil, &r)
 	require.NotNil(t, ref)
 	assert.Equal(t, reasonMalformedRecord, ref.reason)
 	a.observationDomain = fnv1("node-c")
-	ref = toHalf(&a, time.Now(), &r)
+	ref = toHalf(&a, time.Now(), nil, &r)
 	require.NotNil(t, ref, "node-c names neither endpoint and this is no ingress half")
 	assert.Equal(t, reasonNoNode, ref.reason)
 
@@ -50,7 +50,7 @@ func TestTwoNodesToldApartByDomain(t *testing.T) {
 	// knows the remote Pod's Node: still the ingress Node's source half.
 	ingress, _ := nodePortHalves()
 	ingress.dst.node, ingress.dst.pod, ingress.observationDomain = "node-a", "dns", fnv1("node-b")
-	require.Nil(t, toHalf(&ingress, time.Now(), &r))
+	require.Nil(t, toHalf(&ingress, time.Now(), nil, &r))
 	assert.Equal(t, flowrecord.Reporter{Side: flowrecord.SideSource}, r.Reporter)
 	assert.Equal(t, "6|10.10.1.1:61000|10.10.0.9:8080", r.Key)
 	assert.Equal(t, fnv1("node-a"), nodeDomain("node-a"), "the test's FNV-1 and the receiver's agree")

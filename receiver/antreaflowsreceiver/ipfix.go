@@ -84,7 +84,7 @@ func (r *antreaReceiver) acceptIPFIX(ln net.Listener) {
 // well-framed message is refused on its own.
 func (r *antreaReceiver) serveIPFIXConn(conn net.Conn) {
 	ctx := context.Background()
-	transport := viaTCP
+	transport, authenticated := viaTCP, false
 	if r.tlsCfg != nil {
 		tc := tls.Server(conn, r.tlsCfg)
 		hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
@@ -95,11 +95,14 @@ func (r *antreaReceiver) serveIPFIXConn(conn net.Conn) {
 			return
 		}
 		conn, transport = tc, viaTLS
+		st := tc.ConnectionState()
+		authenticated = verifiedPeer(&st)
 	}
 	r.tel.ReceiverAntreaFlowsSessions.Add(ctx, 1)
 	defer r.tel.ReceiverAntreaFlowsSessions.Add(ctx, -1)
 
-	s := newSession(0)
+	s := newBoundedSession(0, r.templates)
+	defer s.close()
 	rd := bufio.NewReaderSize(conn, 64<<10)
 	var msg []byte
 	for {
@@ -120,11 +123,11 @@ func (r *antreaReceiver) serveIPFIXConn(conn net.Conn) {
 		if _, err := io.ReadFull(rd, msg); err != nil {
 			return
 		}
-		r.handleMessage(ctx, s, msg, transport, conn.RemoteAddr())
+		r.handleMessage(ctx, s, msg, transport, authenticated, conn.RemoteAddr())
 	}
 }
 
-func (r *antreaReceiver) handleMessage(ctx context.Context, s *session, msg []byte, transport transportName, from net.Addr) {
+func (r *antreaReceiver) handleMessage(ctx context.Context, s *session, msg []byte, transport transportName, authenticated bool, from net.Addr) {
 	res, err := s.decode(msg, time.Now())
 	if err != nil {
 		r.refused(ctx, reasonMalformedMessage, 1, err)
@@ -137,7 +140,7 @@ func (r *antreaReceiver) handleMessage(ctx context.Context, s *session, msg []by
 	if len(res.refused) > 0 {
 		r.set.Logger.Warn("antrea_flows: part of an IPFIX message refused", zap.Stringer("exporter", from), zap.Error(res.firstErr))
 	}
-	r.deliver(ctx, res.records, transport)
+	r.deliver(ctx, res.records, transport, authenticated)
 }
 
 // serveUDP reads IPFIX datagrams, one message each. Templates are kept per
@@ -171,10 +174,10 @@ func (r *antreaReceiver) serveUDP(pc net.PacketConn) {
 			if len(sessions) >= r.cfg.IPFIX.MaxUDPExporters {
 				forgetOldest(sessions)
 			}
-			s = newSession(r.cfg.IPFIX.TemplateTTL)
+			s = newBoundedSession(r.cfg.IPFIX.TemplateTTL, r.templates)
 			sessions[key] = s
 		}
-		r.handleMessage(ctx, s, buf[:n], viaUDP, from)
+		r.handleMessage(ctx, s, buf[:n], viaUDP, false, from)
 	}
 }
 
@@ -185,6 +188,9 @@ func forgetOldest(sessions map[netip.AddrPort]*session) {
 		if at.IsZero() || s.lastSeen.Before(at) {
 			oldest, at = k, s.lastSeen
 		}
+	}
+	if s := sessions[oldest]; s != nil {
+		s.close()
 	}
 	delete(sessions, oldest)
 }

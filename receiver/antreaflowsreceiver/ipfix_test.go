@@ -23,7 +23,7 @@ func TestIPFIXTransports(t *testing.T) {
 		t.Run(tc.transport, func(t *testing.T) {
 			s := startReceiver(t, func(c *Config) {
 				if tc.tls {
-					c.TLS = p.serverConfig()
+					p.secure(c)
 				}
 			})
 			network := "tcp"

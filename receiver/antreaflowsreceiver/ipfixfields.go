@@ -80,7 +80,12 @@ var setters = map[ieID]setter{
 	{entAntrea, 171}: addr(16, func(r *agentRecord) *netip.Addr { return &r.proxySNATAddr }), // proxySnatIPv6
 	{entAntrea, 168}: addr(4, func(r *agentRecord) *netip.Addr { return &r.serviceAddr }),    // destinationServiceIPv4
 	{entAntrea, 169}: addr(16, func(r *agentRecord) *netip.Addr { return &r.serviceAddr }),   // destinationServiceIPv6
-	// destinationClusterIPv4/6 (106, 107) repeat destinationServiceIPv4/6: not read.
+	// destinationClusterIPv4/6 (106, 107): the deprecated name of the
+	// Service address, the only one some agents (Antrea v2.6) send; read as
+	// the fallback when destinationServiceIPv4/6 is absent or zero, as the
+	// gRPC path falls back to destination_cluster_ip.
+	{entAntrea, 106}: addr(4, func(r *agentRecord) *netip.Addr { return &r.clusterAddr }),  // destinationClusterIPv4
+	{entAntrea, 107}: addr(16, func(r *agentRecord) *netip.Addr { return &r.clusterAddr }), // destinationClusterIPv6
 }
 
 // unsigned reads an unsigned integer of any length up to 8 bytes (IPFIX

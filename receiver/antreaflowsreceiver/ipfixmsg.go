@@ -72,16 +72,28 @@ type template struct {
 
 // parseTemplateSet reads the template records of a template set, calling add
 // for each template and withdraw for each withdrawal (a field count of 0).
+// A withdrawal of template ID 2, the template set's ID, withdraws all the
+// templates of the observation domain (RFC 7011 §8.1): withdraw gets
+// templateSetID.
 func parseTemplateSet(b []byte, add func(id uint16, t *template), withdraw func(id uint16)) error {
 	for len(b) >= 4 {
 		id, count := binary.BigEndian.Uint16(b), int(binary.BigEndian.Uint16(b[2:]))
 		b = b[4:]
+		if id == templateSetID && count == 0 {
+			withdraw(id)
+			continue
+		}
 		if id < minDataSetID {
 			return malformed("template ID %d, below 256", id)
 		}
 		if count == 0 {
 			withdraw(id)
 			continue
+		}
+		// Each field specifier takes at least 4 bytes: a count the set
+		// cannot hold is refused before anything is allocated for it.
+		if count*4 > len(b) {
+			return malformed("template %d claims %d fields, its set holds at most %d", id, count, len(b)/4)
 		}
 		t := &template{fields: make([]templateField, 0, count)}
 		for range count {

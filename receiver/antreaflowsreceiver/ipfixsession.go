@@ -2,8 +2,20 @@ package antreaflowsreceiver
 
 import (
 	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"sync/atomic"
 	"time"
 )
+
+// templateLimits bound the templates the receiver keeps: per session, and
+// in total over all sessions (total is shared by the receiver's sessions).
+type templateLimits struct {
+	perSession int
+	max        int64
+	total      atomic.Int64
+}
 
 // session holds the templates one exporter announced: on TCP and TLS its
 // connection, on UDP its source address. Templates are scoped by
@@ -16,10 +28,55 @@ type session struct {
 	lastSeen  time.Time
 	// records is the scratch the message's records are decoded into.
 	records []agentRecord
+	limits  *templateLimits // nil: unbounded (tests of the decoder alone)
 }
 
 func newSession(ttl time.Duration) *session {
 	return &session{templates: make(map[uint64]*template), announced: make(map[uint64]time.Time), ttl: ttl}
+}
+
+func newBoundedSession(ttl time.Duration, limits *templateLimits) *session {
+	s := newSession(ttl)
+	s.limits = limits
+	return s
+}
+
+// forget drops a template the session holds.
+func (s *session) forget(k uint64) {
+	if _, ok := s.templates[k]; !ok {
+		return
+	}
+	delete(s.templates, k)
+	delete(s.announced, k)
+	if s.limits != nil {
+		s.limits.total.Add(-1)
+	}
+}
+
+// close gives the session's templates back to the total.
+func (s *session) close() {
+	if s.limits != nil {
+		s.limits.total.Add(-int64(len(s.templates)))
+	}
+	clear(s.templates)
+	clear(s.announced)
+}
+
+// learn keeps t under k unless a bound is reached (a template announced
+// again always replaces its old self).
+func (s *session) learn(k uint64, t *template, now time.Time) error {
+	if _, ok := s.templates[k]; !ok && s.limits != nil {
+		if len(s.templates) >= s.limits.perSession {
+			return fmt.Errorf("template %d: the session holds %d templates, ipfix.max_templates_per_session", uint16(k), len(s.templates))
+		}
+		if s.limits.total.Add(1) > s.limits.max {
+			s.limits.total.Add(-1)
+			return fmt.Errorf("template %d: the receiver holds %d templates, ipfix.max_templates", uint16(k), s.limits.max)
+		}
+	}
+	s.templates[k] = t
+	s.announced[k] = now
+	return nil
 }
 
 func templateKey(domain uint32, id uint16) uint64 { return uint64(domain)<<16 | uint64(id) }
@@ -75,28 +132,48 @@ func (s *session) decode(msg []byte, now time.Time) (messageResult, error) {
 	// Template sets first pass: a malformed template set refuses the message.
 	learnt := map[uint64]*template{}
 	withdrawn := map[uint64]bool{}
+	withdrawAll := false
 	for b := body; len(b) > 0; {
 		id, n := binary.BigEndian.Uint16(b), int(binary.BigEndian.Uint16(b[2:]))
 		if id == templateSetID {
 			err := parseTemplateSet(b[setHeaderLen:n],
 				func(tid uint16, t *template) { learnt[templateKey(h.domain, tid)] = t },
-				func(tid uint16) { withdrawn[templateKey(h.domain, tid)] = true })
+				func(tid uint16) {
+					if tid == templateSetID {
+						// All of the domain's, including those learnt
+						// earlier in this message.
+						withdrawAll = true
+						clear(learnt)
+						clear(withdrawn)
+						return
+					}
+					withdrawn[templateKey(h.domain, tid)] = true
+					delete(learnt, templateKey(h.domain, tid))
+				})
 			if err != nil {
 				return messageResult{}, err
 			}
 		}
 		b = b[n:]
 	}
-	for k := range withdrawn {
-		delete(s.templates, k)
-		delete(s.announced, k)
+	if withdrawAll {
+		for k := range s.templates {
+			if uint32(k>>16) == h.domain {
+				s.forget(k)
+			}
+		}
 	}
-	for k, t := range learnt {
-		s.templates[k] = t
-		s.announced[k] = now
+	for k := range withdrawn {
+		s.forget(k)
+	}
+	res := messageResult{header: h}
+	// In template ID order, so which one a bound refuses does not vary.
+	for _, k := range slices.Sorted(maps.Keys(learnt)) {
+		if err := s.learn(k, learnt[k], now); err != nil {
+			res.refuse(reasonTemplateLimit, err)
+		}
 	}
 
-	res := messageResult{header: h}
 	s.records = s.records[:0]
 	for b := body; len(b) > 0; {
 		id, n := binary.BigEndian.Uint16(b), int(binary.BigEndian.Uint16(b[2:]))
@@ -123,6 +200,9 @@ func (s *session) decode(msg []byte, now time.Time) (messageResult, error) {
 				s.records = s.records[:len(s.records)-1]
 				res.refuse(reasonMalformedRecord, bad)
 			} else {
+				if !a.serviceAddr.IsValid() {
+					a.serviceAddr = a.clusterAddr
+				}
 				a.exportTime = h.exportTime
 				a.observationDomain = h.domain
 			}
@@ -137,8 +217,7 @@ func (s *session) decode(msg []byte, now time.Time) (messageResult, error) {
 func (s *session) lookup(k uint64, now time.Time) *template {
 	t := s.templates[k]
 	if t != nil && s.ttl > 0 && now.Sub(s.announced[k]) > s.ttl {
-		delete(s.templates, k)
-		delete(s.announced, k)
+		s.forget(k)
 		return nil
 	}
 	return t

@@ -2,16 +2,23 @@ package antreaflowsreceiver
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
@@ -93,7 +100,7 @@ func TestAgentHalvesPair(t *testing.T) {
 		checkInterNodePair(t, g.paired(t, 1)[0])
 	})
 	t.Run("grpc", func(t *testing.T) {
-		g := startGateway(t, func(c *Config) { c.TLS = p.serverConfig() })
+		g := startGateway(t, func(c *Config) { p.secure(c) })
 		src, dst := interNodeHalves(43512)
 		creds := p.grpcTLS(t, p.clientCert, p.clientKey)
 		require.NoError(t, exportGRPC(t, g.cfg.GRPC.Endpoint, creds, toFlow(&dst)))
@@ -171,4 +178,110 @@ func TestNodePortAndIntraNode(t *testing.T) {
 	in := byState[flowrecord.CorrelationNotRequired]
 	assert.Equal(t, "dns", in.Destination.PodName)
 	assert.Equal(t, flowrecord.Reporter{NodeName: "node-a", Side: flowrecord.SideBoth}, in.Reporter)
+}
+
+// agentCluster is the Nodes of the fixtures as the API server holds them:
+// node-a (podCIDR 10.10.0.0/24, gateway 10.10.0.1) runs Pods a and c,
+// node-b (10.10.1.0/24, gateway gwB) runs Pod web.
+func agentCluster() *fake.Clientset {
+	node := func(name, cidr, ip string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+			Spec:   corev1.NodeSpec{PodCIDR: cidr, PodCIDRs: []string{cidr}},
+			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}}}
+	}
+	return fake.NewClientset(node("node-a", "10.10.0.0/24", "192.168.77.11"), node("node-b", "10.10.1.0/24", nodeB.String()))
+}
+
+// withNodes has the receiver watch the Nodes of cs.
+func withNodes(cs kubernetes.Interface) func(*Config) {
+	return func(c *Config) {
+		c.Kubernetes = configoptional.Some(KubernetesConfig{AuthType: "serviceAccount"})
+		c.kubeClient = cs
+	}
+}
+
+// TestHostToLocalPodIsIntraNode (issue 41.4, Antrea issue #8260): a kubelet
+// probe from node-a's gateway address (antrea-gw0) to Pod c on node-a, which
+// the agent labels inter-Node with only the destination Node named, is an
+// intra-Node connection whose source is node-a itself (decisions D1, D2): one
+// record with both halves, which flow_correlation exports not_required
+// rather than holding it for a source half that never comes. So is Pod c
+// calling node-a's InternalIP (the agent's to-external). A remote Node's
+// gateway (the NodePort SNAT of nodePortHalves) stays inter-Node and pairs.
+func TestHostToLocalPodIsIntraNode(t *testing.T) {
+	gwA := netip.MustParseAddr("10.10.0.1")
+	probe := agentRecord{
+		start: t0, end: t0.Add(time.Second), exportTime: t0.Add(time.Second), endReason: 3,
+		flowType: uint8(flowrecord.FlowTypeInterNode), protocol: 6, tcpState: "TIME_WAIT",
+		src:   agentEndpoint{addr: gwA, port: 51234},
+		dst:   agentEndpoint{addr: podC, port: 8080, namespace: "kube-system", pod: "dns", node: "node-a"},
+		stats: agentCounters{packetTotal: 6, octetTotal: 500, packetDelta: 6, octetDelta: 500},
+	}
+	toHost := agentRecord{
+		start: t0, end: t0.Add(time.Second), exportTime: t0.Add(time.Second), endReason: 3,
+		flowType: uint8(flowrecord.FlowTypeToExternal), protocol: 6, tcpState: "TIME_WAIT",
+		src:   agentEndpoint{addr: podC, port: 40001, namespace: "kube-system", pod: "dns", node: "node-a"},
+		dst:   agentEndpoint{addr: netip.MustParseAddr("192.168.77.11"), port: 10250},
+		stats: agentCounters{packetTotal: 4, octetTotal: 300, packetDelta: 4, octetDelta: 300},
+	}
+	g := startGateway(t, withNodes(agentCluster()))
+	ag := newAgent(t, g.cfg.IPFIX.Endpoint, "tcp", "node-a", nil)
+	ag.send(t, &probe)
+	require.NoError(t, exportGRPC(t, g.cfg.GRPC.Endpoint, nil, toFlow(&toHost)))
+	ingress, dst := nodePortHalves()
+	newAgent(t, g.cfg.IPFIX.Endpoint, "tcp", "node-b", nil).send(t, &ingress)
+	ag.send(t, &dst)
+
+	got := g.paired(t, 3)
+	byDst := map[uint16]flowrecord.Record{}
+	for _, r := range got {
+		byDst[r.Destination.Port] = r
+	}
+	p := byDst[8080]
+	if p.Source.Address != gwA {
+		for _, r := range got {
+			if r.Source.Address == gwA {
+				p = r
+			}
+		}
+	}
+	require.Equal(t, gwA, p.Source.Address)
+	assert.Equal(t, flowrecord.CorrelationNotRequired, p.Correlation, "no source half is awaited")
+	assert.Equal(t, flowrecord.FlowTypeIntraNode, p.FlowType)
+	assert.Equal(t, flowrecord.Reporter{NodeName: "node-a", Side: flowrecord.SideBoth}, p.Reporter)
+	assert.Equal(t, flowrecord.Endpoint{Address: gwA, Port: 51234, Kind: flowrecord.EndpointNode, NodeName: "node-a", NodeUID: "uid-node-a"}, p.Source)
+	assert.Equal(t, "dns", p.Destination.PodName)
+
+	h := byDst[10250]
+	assert.Equal(t, flowrecord.CorrelationNotRequired, h.Correlation)
+	assert.Equal(t, flowrecord.FlowTypeIntraNode, h.FlowType)
+	assert.Equal(t, flowrecord.EndpointNode, h.Destination.Kind)
+	assert.Equal(t, "node-a", h.Destination.NodeName)
+
+	var np flowrecord.Record
+	for _, r := range got {
+		if r.Correlation == flowrecord.CorrelationPaired {
+			np = r
+		}
+	}
+	assert.Equal(t, "6|10.10.1.1:61000|10.10.0.9:8080", np.Key, "a remote Node's gateway is still an inter-Node source")
+}
+
+// TestNodePortPairsFromAgentsWithoutServiceIP (issue 42.10): Antrea v2.6
+// agents send the Service address only as destinationClusterIPv4/6 (IEs 106,
+// 107), not destinationServiceIPv4/6; the IPFIX path falls back to it as the
+// gRPC path does, so the NodePort halves keep their pre-DNAT destination
+// and pair.
+func TestNodePortPairsFromAgentsWithoutServiceIP(t *testing.T) {
+	g := startGateway(t, nil)
+	v26 := []string{"destinationServiceIPv4", "destinationServiceIPv6"}
+	ingress, dst := nodePortHalves()
+	newAgentWithout(t, g.cfg.IPFIX.Endpoint, "tcp", "node-b", nil, v26...).send(t, &ingress)
+	newAgentWithout(t, g.cfg.IPFIX.Endpoint, "tcp", "node-a", nil, v26...).send(t, &dst)
+	got := g.paired(t, 1)
+	np := got[0]
+	assert.Equal(t, flowrecord.CorrelationPaired, np.Correlation)
+	assert.Equal(t, nodeB, np.Service.Address, "from destinationClusterIPv4")
+	assert.Equal(t, nodeB, np.OriginalDestinationAddress)
+	assert.Equal(t, client, np.Source.Address)
 }

@@ -27,15 +27,20 @@ type antreaReceiver struct {
 	next consumer.Logs
 	tel  *metadata.TelemetryBuilder
 
-	tlsCfg  *tls.Config
-	tcp     net.Listener
-	udp     net.PacketConn
-	grpc    *grpc.Server
-	grpcLn  net.Listener
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	connsMu sync.Mutex
-	conns   map[net.Conn]struct{}
+	tlsCfg    *tls.Config
+	templates *templateLimits
+	tcp       net.Listener
+	udp       net.PacketConn
+	grpc      *grpc.Server
+	grpcLn    net.Listener
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	connsMu   sync.Mutex
+	conns     map[net.Conn]struct{}
+
+	// nodes are the cluster's Nodes' own addresses (kubernetes set), nil otherwise.
+	nodes     *nodeAddrs
+	informers interface{ Shutdown() }
 }
 
 var errNilConsumer = errors.New("nil next consumer")
@@ -45,7 +50,8 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*antre
 	if err != nil {
 		return nil, err
 	}
-	return &antreaReceiver{cfg: cfg, set: set, next: next, tel: tel, stop: make(chan struct{}), conns: map[net.Conn]struct{}{}}, nil
+	return &antreaReceiver{cfg: cfg, set: set, next: next, tel: tel, stop: make(chan struct{}), conns: map[net.Conn]struct{}{},
+		templates: &templateLimits{perSession: cfg.IPFIX.MaxTemplatesPerSession, max: int64(cfg.IPFIX.MaxTemplates)}}, nil
 }
 
 func (r *antreaReceiver) Start(ctx context.Context, _ component.Host) error {
@@ -55,6 +61,9 @@ func (r *antreaReceiver) Start(ctx context.Context, _ component.Host) error {
 			return fmt.Errorf("antrea_flows: tls: %w", err)
 		}
 		r.tlsCfg = c
+	}
+	if err := r.startNodes(ctx); err != nil {
+		return err
 	}
 	if err := r.startIPFIX(); err != nil {
 		r.closeListeners()
@@ -96,18 +105,22 @@ func (r *antreaReceiver) Shutdown(context.Context) error {
 	}
 	r.connsMu.Unlock()
 	r.wg.Wait()
+	if r.informers != nil {
+		r.informers.Shutdown()
+	}
 	r.tel.Shutdown()
 	return nil
 }
 
 // deliver hands the decoded records of one message or request to the next
-// consumer, counting what it receives, refuses and loses.
-func (r *antreaReceiver) deliver(ctx context.Context, records []agentRecord, transport transportName) {
+// consumer, counting what it receives, refuses and loses. authenticated says
+// the peer presented a client certificate the client CA verified.
+func (r *antreaReceiver) deliver(ctx context.Context, records []agentRecord, transport transportName, authenticated bool) {
 	if len(records) == 0 {
 		return
 	}
 	r.tel.ReceiverAntreaFlowsRecordsReceived.Add(ctx, int64(len(records)), transport.attr())
-	b := newBatch(r.cfg.ClusterUID, metadata.ScopeName, r.set.BuildInfo.Version)
+	b := newBatch(r.cfg.ClusterUID, metadata.ScopeName, r.set.BuildInfo.Version, r.nodes)
 	now := time.Now()
 	for i := range records {
 		if ref := b.add(&records[i], now); ref != nil {
@@ -118,14 +131,25 @@ func (r *antreaReceiver) deliver(ctx context.Context, records []agentRecord, tra
 	if n == 0 {
 		return
 	}
-	// Marked as an agent's: the gateway's node_identity processor lets it
-	// pass, since this receiver, not a bearer token, authenticated the sender.
-	if err := r.next.ConsumeLogs(senderauth.WithAntreaAgent(ctx, string(transport)), logs); err != nil {
+	// Marked as an agent's only when this receiver, not a bearer token,
+	// authenticated the sender (a client certificate the client CA
+	// verified): the gateway's node_identity processor lets the mark pass.
+	// UDP, plaintext TCP and plaintext gRPC are anyone's.
+	if authenticated {
+		ctx = senderauth.WithAntreaAgent(ctx, string(transport))
+	}
+	if err := r.next.ConsumeLogs(ctx, logs); err != nil {
 		r.tel.ReceiverAntreaFlowsRecordsDropped.Add(ctx, int64(n), dropConsumerError)
 		r.set.Logger.Warn("antrea_flows: the next consumer refused records; they are lost", zap.Int("records", n), zap.Error(err))
 		return
 	}
 	r.tel.ReceiverAntreaFlowsRecordsEmitted.Add(ctx, int64(n))
+}
+
+// verifiedPeer says whether a TLS connection's client presented a
+// certificate that verified against the client CA.
+func verifiedPeer(st *tls.ConnectionState) bool {
+	return st != nil && len(st.VerifiedChains) > 0
 }
 
 func (r *antreaReceiver) refused(ctx context.Context, reason string, n int, err error) {

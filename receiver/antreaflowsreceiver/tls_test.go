@@ -15,7 +15,7 @@ import (
 // refused at the handshake and counted by reason; nothing it sends arrives.
 func TestClientsWithoutValidCertificateRefused(t *testing.T) {
 	p := newPKI(t)
-	s := startReceiver(t, func(c *Config) { c.TLS = p.serverConfig() })
+	s := startReceiver(t, func(c *Config) { p.secure(c) })
 	cases := []struct{ reason, cert, key string }{
 		{handshakeNoCertificate, "", ""},
 		{handshakeUnknownAuthority, p.strangerCert, p.strangerKey},

@@ -157,12 +157,14 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 {{- $_ := set $cfg.service.pipelines.logs "exporters" (append $names "signal_to_metrics") -}}
 {{- with .Values.antreaAgents }}{{ if .enabled }}
 {{- /* Unmodified Antrea agents export into the one logs pipeline, so their
-       halves pair with each other and the node collectors' (receiver/antreaflowsreceiver). */ -}}
+       halves pair with each other and the node collectors' (receiver/antreaflowsreceiver).
+       IPFIX over TLS only: no UDP beside TLS (it is neither encrypted nor authenticated). */ -}}
 {{- $_ := set $cfg.receivers "antrea_flows" (dict
-      "ipfix" (dict "endpoint" "0.0.0.0:4739" "transports" (list "tcp" "udp"))
+      "ipfix" (dict "endpoint" "0.0.0.0:4739" "transports" (list "tcp"))
       "grpc" (dict "endpoint" "0.0.0.0:14739")
       "tls" (dict "cert_file" "/etc/flowtel/antrea/tls.crt" "key_file" "/etc/flowtel/antrea/tls.key"
-                  "client_ca_file" "/etc/flowtel/antrea/ca.crt" "reload_interval" "1m" "client_ca_file_reload" true)) -}}
+                  "client_ca_file" "/etc/flowtel/antrea/ca.crt" "reload_interval" "1m" "client_ca_file_reload" true)
+      "kubernetes" (dict "auth_type" "serviceAccount")) -}}
 {{- $_ := set $cfg.service.pipelines.logs "receivers" (append $cfg.service.pipelines.logs.receivers "antrea_flows") -}}
 {{- end }}{{ end }}
 {{- toYaml (mustMergeOverwrite $cfg (deepCopy .Values.gateway.config)) }}
