@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -18,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,7 +31,14 @@ import (
 const (
 	serviceLabel = "observability.antrea.io/flow-stream-service=true"
 	portName     = "flowstream-grpc"
+	// streamNamespace is the Namespace the shipped manifests (the kustomize
+	// base and the Operator's) install flowtel in; Helm uses its release's.
+	streamNamespace = "flowtel"
 )
+
+// sendUnverifiedFlag opts out of refusing to send credentials to a server
+// whose certificate is not verified; its name says what it risks.
+const sendUnverifiedFlag = "send-credentials-to-unverified-server"
 
 var errUsage = errors.New("usage")
 
@@ -40,6 +50,11 @@ type connFlags struct {
 	serverName  string
 	caFile      string
 	insecure    bool
+	// sendUnverified: with insecure, send the credentials anyway.
+	sendUnverified bool
+	// streamNamespace is where discovery looks for the Service; empty: the
+	// kubeconfig context's Namespace and flowtel's default.
+	streamNamespace string
 }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
@@ -48,7 +63,9 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.server, "server", "", "flow stream address host:port (default: the Service labelled "+serviceLabel+", port "+portName+")")
 	fs.StringVar(&c.serverName, "tls-server-name", "", "name to verify the server certificate against (default <service>.<namespace>.svc, or the --server host)")
 	fs.StringVar(&c.caFile, "ca-file", "", "CA bundle to verify the server certificate (default the system roots)")
-	fs.BoolVar(&c.insecure, "insecure-skip-tls-verify", false, "do not verify the server certificate (the connection is still encrypted)")
+	fs.BoolVar(&c.insecure, "insecure-skip-tls-verify", false, "do not verify the server certificate (the connection is still encrypted); flowctl then refuses to send your credentials unless --"+sendUnverifiedFlag)
+	fs.BoolVar(&c.sendUnverified, sendUnverifiedFlag, false, "with --insecure-skip-tls-verify, send your bearer token or client certificate anyway: whoever answers at the address, or intercepts it, can use the token as you")
+	fs.StringVar(&c.streamNamespace, "flowtel-namespace", "", "Namespace of the flow stream's Service (default: the kubeconfig context's Namespace and "+streamNamespace+"; Services elsewhere are never used)")
 }
 
 // session is an authenticated connection to the flow stream.
@@ -67,6 +84,12 @@ func (s *session) context(ctx context.Context) context.Context {
 }
 
 func (c *connFlags) dial(ctx context.Context) (*session, error) {
+	// flowctl always sends a credential (a token or a client certificate):
+	// to a server that proved nothing, that is handing it to whoever
+	// answers, or a Service anyone may have labelled.
+	if c.insecure && !c.sendUnverified {
+		return nil, fmt.Errorf("--insecure-skip-tls-verify: refusing to send your credentials (the kubeconfig's bearer token or client certificate) to a server whose certificate is not verified: whoever answers could stream, or use the token, as you. Verify it with --ca-file (and --tls-server-name), or add --%s to accept that risk", sendUnverifiedFlag)
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = c.kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.kubecontext})
@@ -79,6 +102,13 @@ func (c *connFlags) dial(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	s := &session{namespace: ns}
+	namespaces := []string{c.streamNamespace}
+	if c.streamNamespace == "" {
+		namespaces = []string{streamNamespace}
+		if cns := contextNamespace(cc, c.kubecontext); cns != "" && cns != streamNamespace {
+			namespaces = []string{cns, streamNamespace}
+		}
+	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.insecure} //nolint:gosec // only with --insecure-skip-tls-verify
 	if s.token, err = bearerToken(cfg); err != nil {
 		return nil, err
@@ -103,7 +133,7 @@ func (c *connFlags) dial(ctx context.Context) (*session, error) {
 	}
 	s.target, tc.ServerName = c.server, c.serverName
 	if s.target == "" {
-		target, name, err := discover(ctx, cfg)
+		target, name, err := discover(ctx, cfg, namespaces)
 		if err != nil {
 			return nil, err
 		}
@@ -163,26 +193,89 @@ func clientCertificate(cfg *rest.Config) (tls.Certificate, bool, error) {
 	return cert, true, nil
 }
 
-// discover finds the flow stream's Service by its label and returns its
-// ClusterIP address (reachable from inside the cluster; use --server with a
-// port-forward from outside) and its DNS name.
-func discover(ctx context.Context, cfg *rest.Config) (target, name string, err error) {
+// contextNamespace is the Namespace the kubeconfig context names, or "" when
+// it names none (client-go's "default" is then no statement of the user's).
+func contextNamespace(cc clientcmd.ClientConfig, name string) string {
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return ""
+	}
+	if name == "" {
+		name = raw.CurrentContext
+	}
+	if kctx := raw.Contexts[name]; kctx != nil {
+		return kctx.Namespace
+	}
+	return ""
+}
+
+// discover finds the flow stream's Service by its label in the given
+// Namespaces only (anyone who may create a Service in some Namespace can
+// label it) and returns its ClusterIP address (reachable from inside the
+// cluster; use --server with a port-forward from outside) and its DNS name.
+// Several candidates are an error: flowctl cannot tell which is flowtel's.
+func discover(ctx context.Context, cfg *rest.Config, namespaces []string) (target, name string, err error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return "", "", err
 	}
-	list, err := client.CoreV1().Services("").List(ctx, metav1.ListOptions{LabelSelector: serviceLabel})
-	if err != nil {
-		return "", "", fmt.Errorf("finding the flow stream Service (label %s): %w; pass --server host:port instead", serviceLabel, err)
-	}
-	for _, svc := range list.Items {
-		for _, p := range svc.Spec.Ports {
-			if p.Name == portName && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != "None" {
-				return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(p.Port))), svc.Name + "." + svc.Namespace + ".svc", nil
+	type candidate struct{ id, target, name string }
+	var found []candidate
+	var failed []string
+	for _, ns := range namespaces {
+		list, err := client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: serviceLabel})
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("listing Services in %s: %v", ns, err))
+			continue
+		}
+		for _, svc := range list.Items {
+			if t, ok := streamPort(&svc); ok {
+				found = append(found, candidate{svc.Namespace + "/" + svc.Name, t, svc.Name + "." + svc.Namespace + ".svc"})
 			}
 		}
 	}
-	return "", "", fmt.Errorf("no Service labelled %s with a port named %s: is the flow_stream exporter deployed? Pass --server host:port otherwise", serviceLabel, portName)
+	switch {
+	case len(found) == 1:
+		return found[0].target, found[0].name, nil
+	case len(found) > 1:
+		ids := make([]string, len(found))
+		for i, c := range found {
+			ids[i] = c.id
+		}
+		return "", "", fmt.Errorf("several flow stream Services (label %s, port %s): %s; flowctl cannot tell which is flowtel's (anyone who may create a Service can label it): pass --flowtel-namespace with flowtel's Namespace, or --server host:port",
+			serviceLabel, portName, strings.Join(ids, ", "))
+	}
+	msg := fmt.Sprintf("no Service labelled %s with a port named %s in Namespace %s", serviceLabel, portName, strings.Join(namespaces, " or "))
+	if len(failed) > 0 {
+		msg += " (" + strings.Join(failed, "; ") + ")"
+	}
+	// Name the labelled Services elsewhere, if the user may list them: a
+	// hint only, none is used without --flowtel-namespace.
+	var elsewhere []string
+	if list, err := client.CoreV1().Services("").List(ctx, metav1.ListOptions{LabelSelector: serviceLabel}); err == nil {
+		for _, svc := range list.Items {
+			if _, ok := streamPort(&svc); ok && !slices.Contains(namespaces, svc.Namespace) {
+				elsewhere = append(elsewhere, svc.Namespace+"/"+svc.Name)
+			}
+		}
+	}
+	if len(elsewhere) > 0 {
+		return "", "", fmt.Errorf("%s; labelled elsewhere: %s, not used unless you name the Namespace: if one is flowtel's, pass --flowtel-namespace with its Namespace, or --server host:port", msg, strings.Join(elsewhere, ", "))
+	}
+	return "", "", fmt.Errorf("%s: is the flow_stream exporter deployed? If flowtel runs in another Namespace, pass --flowtel-namespace; or --server host:port", msg)
+}
+
+// streamPort is the ClusterIP address of svc's flow stream port.
+func streamPort(svc *corev1.Service) (string, bool) {
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == "None" {
+		return "", false
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Name == portName {
+			return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(p.Port))), true
+		}
+	}
+	return "", false
 }
 
 // explain turns a gRPC status into what the user can do about it.

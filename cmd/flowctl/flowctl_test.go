@@ -49,6 +49,9 @@ type env struct {
 	cfg  component.Config
 	exp  exporter.Logs
 	addr string
+	// ca verifies the exporter's serving certificate (for 127.0.0.1):
+	// flowctl sends no credential to a server it did not verify.
+	ca string
 }
 
 // startEnv runs a real API server and a flow_stream exporter, built from its
@@ -74,7 +77,9 @@ func startEnvWith(t *testing.T, settings map[string]any) *env {
 	}
 	maps.Copy(m, settings)
 	require.NoError(t, confmap.NewFromStringMap(m).Unmarshal(cfg))
-	e := &env{cp: cp, cfg: cfg, addr: addr}
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cp.ClientCA.Raw}), 0o600))
+	e := &env{cp: cp, cfg: cfg, addr: addr, ca: ca}
 	e.start(t)
 	return e
 }
@@ -138,12 +143,6 @@ func record(key, srcNS, srcPod, dstNS, dstPod string, end time.Time) *flowrecord
 	}
 }
 
-func flowctl(ctx context.Context, args ...string) (stdout, stderr string, code int) {
-	var o, e bytes.Buffer
-	code = run(ctx, args, &o, &e)
-	return o.String(), e.String(), code
-}
-
 func decodeLines(t *testing.T, s string) []*pb.Flow {
 	t.Helper()
 	var out []*pb.Flow
@@ -166,7 +165,7 @@ func TestObserve(t *testing.T) {
 		record("b-to-c", "ns-b", "api", "ns-c", "db", now.Add(-time.Hour)),
 		record("a-to-a", "ns-a", "web", "ns-a", "cache", now.Add(-time.Minute)))
 	kc := e.user(t, "dev", "ns-a")
-	base := []string{"observe", "--kubeconfig", kc, "--server", e.addr, "--insecure-skip-tls-verify"}
+	base := []string{"observe", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca}
 	ctx := context.Background()
 
 	out, errOut, code := flowctl(ctx, append(base, "-n", "ns-a", "-o", "jsonl")...)
@@ -212,7 +211,7 @@ func TestObserve(t *testing.T) {
 	_, errOut, code = flowctl(ctx, append(base, "--cluster-wide", "-f")...)
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "may not watch flows")
-	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", e.cp.Kubeconfig(t, "bogus", "bogus"), "--server", e.addr, "--insecure-skip-tls-verify", "-n", "ns-a")
+	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", e.cp.Kubeconfig(t, "bogus", "bogus"), "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a")
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "not authenticated")
 	_, errOut, code = flowctl(ctx, append(base, "-n", "ns-a", "--direction", "from", "--service", "api")...)
@@ -268,39 +267,100 @@ current-context: test
 `, e.cp.URL, b64(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})), b64(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}))), 0o600))
 		// The CA bundle may still be loading right after start.
 		require.Eventually(t, func() bool {
-			out, _, code := flowctl(ctx, "observe", "--kubeconfig", kc, "--server", e.addr, "--insecure-skip-tls-verify", "-o", "jsonl")
+			out, _, code := flowctl(ctx, "observe", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-o", "jsonl")
 			return code == 0 && strings.Count(out, "\n") >= 2
 		}, 20*time.Second, 200*time.Millisecond, "the context's Namespace (ns-a) is the default scope")
 	})
 
 	t.Run("records", func(t *testing.T) {
-		out, errOut, code := flowctl(ctx, "records", "--kubeconfig", kc, "--server", e.addr, "--insecure-skip-tls-verify", "-n", "ns-a",
+		out, errOut, code := flowctl(ctx, "records", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a",
 			"--srcip", "10.10.0.5", "--dstport", "8080", "--proto", "tcp", "-o", "jsonl")
 		require.Zero(t, code, errOut)
 		require.GreaterOrEqual(t, len(decodeLines(t, out)), 2)
-		out, _, code = flowctl(ctx, "records", "--kubeconfig", kc, "--server", e.addr, "--insecure-skip-tls-verify", "-n", "ns-a", "--dstport", "9999", "-o", "jsonl")
+		out, _, code = flowctl(ctx, "records", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a", "--dstport", "9999", "-o", "jsonl")
 		require.Zero(t, code)
 		require.Empty(t, strings.TrimSpace(out))
 	})
 }
 
+// TestDiscover: flowctl finds the flow stream's Service only in the
+// Namespace named by --flowtel-namespace, else in the kubeconfig context's
+// and in flowtel's default (the manifests' flowtel), never in one an attacker
+// chose (anyone who may create a Service can label it), and refuses to pick
+// among several.
 func TestDiscover(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx := context.Background()
-	_, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flowtel"}}, metav1.CreateOptions{})
+	for _, ns := range []string{"flowtel", "aaa-attacker", "shop", "netflows"} {
+		_, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	service := func(ns, name string) string {
+		svc, err := cp.Admin.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"observability.antrea.io/flow-stream-service": "true"}},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "otlp-grpc", Port: 4317}, {Name: "flowstream-grpc", Port: 14740}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return net.JoinHostPort(svc.Spec.ClusterIP, "14740")
+	}
+	// kubeconfig writes an admin kubeconfig whose context names namespace (none if "").
+	kubeconfig := func(namespace string) string {
+		kc := filepath.Join(t.TempDir(), "kubeconfig")
+		require.NoError(t, os.WriteFile(kc, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: admin, user: {token: %q}}]
+contexts: [{name: test, context: {cluster: test, user: admin, namespace: %q}}]
+current-context: test
+`, cp.URL, cp.AdminToken, namespace), 0o600))
+		return kc
+	}
+	dial := func(kc, flowtelNamespace string) (string, error) {
+		s, err := (&connFlags{kubeconfig: kc, streamNamespace: flowtelNamespace}).dial(ctx)
+		if err != nil {
+			return "", err
+		}
+		require.NoError(t, s.conn.Close())
+		return s.target, nil
+	}
+	admin := kubeconfig("")
+
+	_, err := dial(admin, "")
+	require.ErrorContains(t, err, "no Service labelled observability.antrea.io/flow-stream-service=true with a port named flowstream-grpc in Namespace flowtel: is the flow_stream exporter deployed?")
+
+	// An attacker labels a Service of theirs: it is not flowtel's Namespace.
+	attacker := service("aaa-attacker", "flow-stream")
+	_, err = dial(admin, "")
+	require.ErrorContains(t, err, "in Namespace flowtel; labelled elsewhere: aaa-attacker/flow-stream, not used unless you name the Namespace")
+
+	flowtel := service("flowtel", "flowtel-flowstream")
+	target, err := dial(admin, "")
 	require.NoError(t, err)
-	cfg := cp.Config(cp.AdminToken)
-	_, _, err = discover(ctx, cfg)
-	require.ErrorContains(t, err, "no Service labelled observability.antrea.io/flow-stream-service=true")
-	_, err = cp.Admin.CoreV1().Services("flowtel").Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "flowtel-gateway", Labels: map[string]string{"observability.antrea.io/flow-stream-service": "true"}},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "otlp-grpc", Port: 4317}, {Name: "flowstream-grpc", Port: 14740}}},
-	}, metav1.CreateOptions{})
+	require.Equal(t, flowtel, target, "flowtel's, not the attacker's (listed first)")
+	target, err = dial(kubeconfig("shop"), "")
 	require.NoError(t, err)
-	target, name, err := discover(ctx, cfg)
+	require.Equal(t, flowtel, target, "the context's Namespace has none")
+
+	// The user works in the attacker's Namespace: two candidates, no guess.
+	_, err = dial(kubeconfig("aaa-attacker"), "")
+	require.ErrorContains(t, err, "several flow stream Services (label observability.antrea.io/flow-stream-service=true, port flowstream-grpc): aaa-attacker/flow-stream, flowtel/flowtel-flowstream; flowctl cannot tell which is flowtel's")
+	require.ErrorContains(t, err, "pass --flowtel-namespace with flowtel's Namespace, or --server host:port")
+	target, err = dial(kubeconfig("aaa-attacker"), "flowtel")
 	require.NoError(t, err)
-	assert.True(t, strings.HasSuffix(target, ":14740"), target)
-	assert.Equal(t, "flowtel-gateway.flowtel.svc", name)
+	require.Equal(t, flowtel, target, "--flowtel-namespace decides")
+	target, err = dial(admin, "aaa-attacker")
+	require.NoError(t, err)
+	require.Equal(t, attacker, target, "what the user named, even so")
+
+	// flowtel in a Namespace of its own (Helm, the other-namespace example): named by flag or context.
+	netflows := service("netflows", "flowtel-flowstream")
+	_, err = dial(admin, "shop")
+	require.ErrorContains(t, err, "in Namespace shop; labelled elsewhere: aaa-attacker/flow-stream, flowtel/flowtel-flowstream, netflows/flowtel-flowstream, not used")
+	target, err = dial(admin, "netflows")
+	require.NoError(t, err)
+	require.Equal(t, netflows, target)
+	_, err = dial(kubeconfig("netflows"), "")
+	require.ErrorContains(t, err, "several flow stream Services", "the context's and flowtel's")
 	controlplane.CloseIdleConnections(cp.Admin)
 }
 

@@ -113,7 +113,7 @@ func TestObserveFollowResumes(t *testing.T) {
 	e := startEnvWith(t, map[string]any{"buffer_size": 64})
 	kc := e.user(t, "dev", "ns-a")
 	p := newCutProxy(t, e.addr)
-	o := startObserver(t, "observe", "--kubeconfig", kc, "--server", p.addr, "--tls-server-name", "127.0.0.1", "--insecure-skip-tls-verify",
+	o := startObserver(t, "observe", "--kubeconfig", kc, "--server", p.addr, "--tls-server-name", "127.0.0.1", "--ca-file", e.ca,
 		"-n", "ns-a", "-f", "-o", "jsonl")
 
 	recs, want := keyed("before", 2)
@@ -166,7 +166,7 @@ func TestObserveFollowResumes(t *testing.T) {
 func TestObserveFollowStopsWhenDenied(t *testing.T) {
 	e := startEnv(t)
 	kc := e.user(t, "nobody")
-	_, errOut, code := flowctl(context.Background(), "observe", "--kubeconfig", kc, "--server", e.addr, "--insecure-skip-tls-verify", "-n", "ns-a", "-f")
+	_, errOut, code := flowctl(context.Background(), "observe", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a", "-f")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "permission denied")
 	require.NotContains(t, errOut, "reconnecting")
@@ -237,22 +237,4 @@ func (p *cutProxy) restore(t *testing.T) {
 	ln, err := net.Listen("tcp", p.addr)
 	require.NoError(t, err)
 	p.serve(ln)
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -32,6 +33,7 @@ func mapCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	sc.register(fs)
 	chURL := fs.String("clickhouse", "", "read ClickHouse's flows table over HTTP at this URL (e.g. http://127.0.0.1:8123) instead of the flow stream; password from $CLICKHOUSE_PASSWORD")
 	chUser := fs.String("user", "", "ClickHouse user (default the server's default user)")
+	plainPassword := fs.Bool("send-password-over-plain-http", false, "send $CLICKHOUSE_PASSWORD to an http:// --clickhouse URL of a non-loopback host: anyone on the network path reads it")
 	database := fs.String("database", "default", "ClickHouse database of the flows table")
 	table := fs.String("table", "flows", "ClickHouse flows table")
 	since := fs.String("since", "1h", "flows that ended after this: a duration (1h) or an RFC 3339 time")
@@ -55,7 +57,7 @@ func mapCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var title string
 	if *chURL != "" {
 		title = fmt.Sprintf("flows in %s.%s since %s", *database, *table, from.UTC().Format(time.RFC3339))
-		err = clickhouseFlows(ctx, *chURL, *chUser, os.Getenv("CLICKHOUSE_PASSWORD"), *database, *table, from, g.add)
+		err = clickhouseFlows(ctx, *chURL, *chUser, os.Getenv("CLICKHOUSE_PASSWORD"), *plainPassword, *database, *table, from, g.add)
 	} else {
 		title = "flow stream since " + from.UTC().Format(time.RFC3339)
 		err = streamFlows(ctx, conn, sc, from, stderr, g.add)
@@ -234,7 +236,9 @@ func (u *chUint) UnmarshalJSON(b []byte) error {
 }
 
 // clickhouseFlows queries the flows table over ClickHouse's HTTP interface.
-func clickhouseFlows(ctx context.Context, base, user, password, database, table string, from time.Time, add func(mapFlow)) error {
+// A password goes in cleartext over http:// only to loopback (a port-forward)
+// or with plainPassword.
+func clickhouseFlows(ctx context.Context, base, user, password string, plainPassword bool, database, table string, from time.Time, add func(mapFlow)) error {
 	for _, n := range []string{database, table} {
 		if n == "" || strings.ContainsAny(n, "`\\") {
 			return fmt.Errorf("--database, --table: %q is not a plain ClickHouse name", n)
@@ -243,6 +247,9 @@ func clickhouseFlows(ctx context.Context, base, user, password, database, table 
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("--clickhouse: %q is not an http:// or https:// URL of ClickHouse's HTTP interface (port 8123 by default)", base)
+	}
+	if password != "" && u.Scheme == "http" && !plainPassword && !loopbackHost(u.Hostname()) {
+		return fmt.Errorf("--clickhouse %s: refusing to send $CLICKHOUSE_PASSWORD over plain HTTP to a non-loopback host, where anyone on the way reads it: use https:// (ClickHouse's HTTPS port, 8443 by default), or kubectl port-forward and http://127.0.0.1:8123, or add --send-password-over-plain-http to accept that", base)
 	}
 	srcSel, srcGroup := endColumns("source")
 	dstSel, dstGroup := endColumns("destination")
@@ -320,4 +327,13 @@ func decodeRow(r map[string]json.RawMessage, f *mapFlow) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// loopbackHost: host is localhost or a loopback address (no name is resolved).
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }

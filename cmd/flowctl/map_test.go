@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/stretchr/testify/assert"
@@ -300,4 +303,26 @@ func TestMapFlagErrors(t *testing.T) {
 		assert.Equal(t, 1, code, "%v", c.args)
 		assert.Contains(t, e.String(), c.want, "%v", c.args)
 	}
+}
+
+// The ClickHouse password goes in cleartext over http:// only to loopback
+// (a port-forward) or with --send-password-over-plain-http.
+func TestMapClickHousePasswordOverPlainHTTP(t *testing.T) {
+	t.Setenv("CLICKHOUSE_PASSWORD", "s3cret")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	for _, u := range []string{"http://192.0.2.1:8123", "http://clickhouse.example:8123"} {
+		_, errOut, code := flowctl(ctx, "map", "--clickhouse", u, "--user", "flows")
+		require.Equal(t, 1, code, errOut)
+		require.Contains(t, errOut, "--clickhouse "+u+": refusing to send $CLICKHOUSE_PASSWORD over plain HTTP to a non-loopback host", u)
+		require.Contains(t, errOut, "--send-password-over-plain-http", u)
+	}
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, got, _ = r.BasicAuth()
+	}))
+	defer srv.Close()
+	_, errOut, code := flowctl(ctx, "map", "--clickhouse", srv.URL, "--user", "flows")
+	require.Zero(t, code, errOut)
+	require.Equal(t, "s3cret", got, "loopback: a port-forward")
 }

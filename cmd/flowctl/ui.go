@@ -14,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,7 +34,8 @@ func uiCommand(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("ui", stderr)
 	var conn connFlags
 	conn.register(fs)
-	listen := fs.String("listen", "127.0.0.1:8080", "address the page is served on (keep it on loopback: the page streams as you)")
+	listen := fs.String("listen", "127.0.0.1:8080", "address the page is served on: a loopback address (the page streams as you), unless --"+remotePlainHTTPFlag)
+	remote := fs.Bool(remotePlainHTTPFlag, false, "allow a non-loopback --listen: the page, its key and your flows then travel over plain HTTP, and whoever reads the key on the way streams as you")
 	group := fs.String("group", "workload", "what a node of the map is: workload (a Pod's owner, else the Pod) or pod")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -40,22 +43,38 @@ func uiCommand(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *group != "workload" && *group != "pod" {
 		return fmt.Errorf("--group: %q is not workload or pod", *group)
 	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().(*net.TCPAddr)
+	// The bound address decides (a name may resolve anywhere; ":8080" is every interface).
+	if !addr.IP.IsLoopback() && !*remote {
+		return fmt.Errorf("--listen %s: not a loopback address: the page, its key and your flows would travel over plain HTTP to anyone who can reach %s. Keep it on 127.0.0.1 or [::1] (from another machine: ssh -L 8080:127.0.0.1:8080), or add --%s to accept that",
+			*listen, addr, remotePlainHTTPFlag)
+	}
 	sess, err := conn.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer sess.conn.Close()
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
 	secret := make([]byte, 16)
 	_, _ = rand.Read(secret)
-	u := &uiServer{sess: sess, secret: hex.EncodeToString(secret), byWorkload: *group == "workload"}
+	host, _, _ := net.SplitHostPort(*listen)
+	u := &uiServer{sess: sess, secret: hex.EncodeToString(secret), byWorkload: *group == "workload",
+		hosts: allowedHosts(host, addr), port: strconv.Itoa(addr.Port), anyAddress: addr.IP.IsUnspecified()}
 	srv := &http.Server{Handler: u.routes(), ReadHeaderTimeout: 10 * time.Second,
 		// Interrupting flowctl ends the pages' streams too.
 		BaseContext: func(net.Listener) context.Context { return ctx }}
-	fmt.Fprintf(stderr, "flowctl: the flow view is at http://%s/?key=%s (streaming as the kubeconfig's user; Ctrl-C ends it)\n", ln.Addr(), u.secret)
+	shown := addr.String()
+	if addr.IP.IsUnspecified() {
+		shown = net.JoinHostPort("127.0.0.1", u.port)
+	}
+	if !addr.IP.IsLoopback() {
+		fmt.Fprintf(stderr, "flowctl: WARNING: serving on %s over plain HTTP (--%s): the key below and your flows travel unencrypted; whoever reads the key streams as you\n", addr, remotePlainHTTPFlag)
+	}
+	fmt.Fprintf(stderr, "flowctl: the flow view is at http://%s/?key=%s (streaming as the kubeconfig's user; Ctrl-C ends it)\n", shown, u.secret)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -68,20 +87,111 @@ func uiCommand(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// remotePlainHTTPFlag allows `flowctl ui --listen` on a non-loopback address.
+const remotePlainHTTPFlag = "allow-remote-plain-http"
+
 // uiServer serves the page and, per page, a following stream as
 // server-sent events.
 type uiServer struct {
-	sess       *session
-	secret     string // in the URL flowctl prints: only who has it streams as the user
+	sess *session
+	// secret is in the URL flowctl prints; the first page load trades it
+	// for a cookie: only who has it streams as the user.
+	secret     string
 	byWorkload bool
+	// hosts (lower case) and port are what the Host header may name;
+	// anyAddress (listening on every interface) also admits any IP address.
+	hosts      []string
+	port       string
+	anyAddress bool
 }
+
+// allowedHosts are the names a request's Host header may give for a
+// listener on addr, asked for as listenHost: loopback's, and the listen
+// address's own.
+func allowedHosts(listenHost string, addr *net.TCPAddr) []string {
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	for _, h := range []string{strings.ToLower(listenHost), addr.IP.String()} {
+		if h != "" && !addr.IP.IsUnspecified() && !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+// cookieName is per port: a browser sends a host's cookies to all its ports.
+func (u *uiServer) cookieName() string { return "flowctl-ui-" + u.port }
 
 func (u *uiServer) routes() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(uiFiles, "ui")
-	mux.Handle("GET /", http.FileServerFS(static))
+	mux.Handle("GET /", u.keyToCookie(http.FileServerFS(static)))
 	mux.HandleFunc("GET /api/flows", u.flows)
-	return mux
+	return u.checkHost(mux)
+}
+
+// checkHost answers only requests for the address flowctl listens on. A
+// page of another site whose name the attacker resolves to 127.0.0.1 (DNS
+// rebinding) is of its own origin and names its own host: 421.
+func (u *uiServer) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Cache-Control", "no-store")
+		if !u.hostAllowed(r.Host) {
+			http.Error(w, fmt.Sprintf("flowctl ui answers only for %s with port %s, not %q", strings.Join(u.hosts, ", "), u.port, r.Host), http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (u *uiServer) hostAllowed(hostport string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil { // no port: 80
+		host, port = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), "80"
+	}
+	if port != u.port {
+		return false
+	}
+	host = strings.ToLower(host)
+	if slices.Contains(u.hosts, host) {
+		return true
+	}
+	// On every interface, any address of this machine may be asked for; an
+	// address (unlike a name) cannot be rebound.
+	_, err = netip.ParseAddr(host)
+	return u.anyAddress && err == nil
+}
+
+// keyToCookie trades the printed address's key for a cookie: HttpOnly (the
+// page's script never sees it), SameSite=Strict (no other site's request
+// carries it), per port, for this session of the browser; and sends the
+// browser on to the same address without the key, so that it stays out of
+// the address bar, the history and bookmarks.
+func (u *uiServer) keyToCookie(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if !q.Has("key") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(q.Get("key")), []byte(u.secret)) != 1 {
+			http.Error(w, "this address's key is wrong: flowctl ui makes a new one each time it starts; open the address it printed", http.StatusForbidden)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: u.cookieName(), Value: u.secret, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		q.Del("key")
+		to := r.URL.Path
+		if len(q) > 0 {
+			to += "?" + q.Encode()
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
+	})
+}
+
+// authorized: the request carries the cookie keyToCookie set.
+func (u *uiServer) authorized(r *http.Request) bool {
+	c, err := r.Cookie(u.cookieName())
+	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(u.secret)) == 1
 }
 
 // uiFlow is one flow as the page shows it: a table row, and its edge on the
@@ -185,7 +295,7 @@ func uiRequest(q map[string][]string) (*pb.GetFlowsRequest, error) {
 // "flows" (a JSON array of uiFlow), "gap", "status" (reconnecting,
 // reconnected) and "failed" (why the stream ended: the page shows it).
 func (u *uiServer) flows(w http.ResponseWriter, r *http.Request) {
-	if subtle.ConstantTimeCompare([]byte(r.URL.Query().Get("key")), []byte(u.secret)) != 1 {
+	if !u.authorized(r) {
 		http.Error(w, "this page's key is missing or wrong: open the address flowctl ui printed", http.StatusForbidden)
 		return
 	}

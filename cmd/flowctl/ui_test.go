@@ -23,7 +23,7 @@ func startUI(t *testing.T, e *env, kc string) string {
 	var errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"ui", "--kubeconfig", kc, "--server", e.addr, "--insecure-skip-tls-verify", "--listen", "127.0.0.1:0"}, &strings.Builder{}, &errOut)
+		done <- run(ctx, []string{"ui", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "--listen", "127.0.0.1:0"}, &strings.Builder{}, &errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -93,6 +93,8 @@ func TestUIInABrowser(t *testing.T) {
 		require.Equal(t, "a-denied,a-to-b", eval(`[...document.querySelectorAll("#flows tbody tr")].map(r => r.dataset.id).join(",")`),
 			"newest first; nothing of other Namespaces (b-to-c, c-to-b)")
 		require.Equal(t, "live", eval(`document.getElementById("status").textContent`))
+		require.Equal(t, "?namespace=ns-a&direction=both", eval(`location.search`), "the key left the address bar")
+		require.Empty(t, eval(`document.cookie`), "the key's cookie is HttpOnly")
 		require.Equal(t, "pod/ns-a/scanner,pod/ns-a/web,redacted/,redacted/ns-b", eval(`[...document.querySelectorAll("#map g.vertex")].map(g => g.dataset.id).sort().join(",")`),
 			"the peers ns-a may not identify are withheld (a denied one's Namespace too)")
 		require.Equal(t, "pod/ns-a/scanner>redacted/ rgb(208, 2, 27)",

@@ -3,8 +3,9 @@
 // of the form, and draws the map and the table as flows arrive.
 "use strict";
 
+// The page's key is a cookie flowctl set (HttpOnly: not ours to read), which
+// the browser sends with the stream's request.
 const params = new URLSearchParams(location.search);
-const key = params.get("key") || "";
 const form = document.getElementById("scope");
 const statusEl = document.getElementById("status");
 const errorEl = document.getElementById("error");
@@ -35,14 +36,12 @@ function start() {
   tbody.textContent = ""; svg.textContent = ""; countEl.textContent = "0";
   errorEl.hidden = true; errorEl.textContent = "";
   const q = new URLSearchParams();
-  q.set("key", key);
   for (const el of form.elements) {
     if (!el.name) continue;
     if (el.type === "checkbox") { if (el.checked) q.set(el.name, "true"); }
     else if (el.value) q.set(el.name, el.value);
   }
-  const shown = new URLSearchParams(q); // the address bar keeps the scope
-  history.replaceState(null, "", "?" + shown.toString());
+  history.replaceState(null, "", "?" + q.toString()); // the address bar keeps the scope
   statusEl.textContent = "connecting…";
   source = new EventSource("api/flows?" + q.toString());
   source.addEventListener("status", (e) => { statusEl.textContent = JSON.parse(e.data); });
