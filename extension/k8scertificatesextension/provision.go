@@ -196,26 +196,32 @@ func (p *provisioner) ensureCA(ctx context.Context, name, commonName string) (ca
 	if !wrote {
 		return set, nil, nil
 	}
-	p.logRotation(name, what, set)
+	p.logRotation(name, what, set, name == p.cfg.GatewayName+"-ca-key")
 	return set, []string{name}, nil
 }
 
-// logRotation says what a CA write did and what it means for the Pods.
-func (p *provisioner) logRotation(name string, what rotation, set caSet) {
+// logRotation says what a CA write did and what it means for the Pods. Only
+// the gateway CA is read by clients (ca_file) once at start: the node
+// collectors, and the gateway towards the flow stream.
+func (p *provisioner) logRotation(name string, what rotation, set caSet, readAtStart bool) {
 	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	restart := "no Pod needs a restart (the servers re-read their client CA file)"
+	if readAtStart {
+		restart = "Pods that read this bundle only at start (the node collectors' ca_file; with the flow stream, the gateway's) and started before the new CA was published reject the new certificates, from the switch on, until restarted"
+	}
 	switch what {
 	case rotationMade:
 		p.logger.Info("CA made", zap.String("secret", name), zap.String("expires", at(set.active.cert.NotAfter)))
 	case rotationNext:
-		p.logger.Info("CA renewal: a new CA is published beside the current one; certificates switch to it when the current CA has less than validity left. Pods that read their CA file only at start (node collectors: ca_file) trust the new CA after a restart before then",
-			zap.String("secret", name), zap.String("current_expires", at(set.active.cert.NotAfter)),
+		p.logger.Info("CA renewal: a new CA is published beside the current one; certificates switch to it at switch_at",
+			zap.String("secret", name), zap.String("restart", restart), zap.String("current_expires", at(set.active.cert.NotAfter)),
 			zap.String("switch_at", at(set.active.cert.NotAfter.Add(-p.cfg.Validity))))
 	case rotationSwitched:
-		p.logger.Warn("CA renewal: the new CA signs now and every certificate is reissued by it; the old CA stays trusted until it expires. Node collectors started before the new CA was published must be restarted to trust the gateway's new certificate",
-			zap.String("secret", name), zap.String("old_expires", at(set.previous.NotAfter)), zap.String("new_expires", at(set.active.cert.NotAfter)))
+		p.logger.Info("CA renewal: the new CA signs now and every certificate is reissued by it; the old CA stays trusted until it expires",
+			zap.String("secret", name), zap.String("restart", restart), zap.String("old_expires", at(set.previous.NotAfter)), zap.String("new_expires", at(set.active.cert.NotAfter)))
 	case rotationReplaced:
-		p.logger.Warn("CA had expired: a new CA signs and every certificate is reissued; Pods that read their CA file only at start (node collectors) must be restarted",
-			zap.String("secret", name), zap.String("new_expires", at(set.active.cert.NotAfter)))
+		p.logger.Warn("CA had expired: a new CA signs and every certificate is reissued",
+			zap.String("secret", name), zap.String("restart", restart), zap.String("new_expires", at(set.active.cert.NotAfter)))
 	case rotationDropped, rotationNextStale:
 		p.logger.Info("CA bundle trimmed", zap.String("secret", name), zap.String("change", string(what)))
 	}
@@ -235,11 +241,16 @@ func (p *provisioner) publishCA(cas caSet) func(map[string][]byte) (map[string][
 
 // leaf keeps a certificate signed by the active CA of cas, valid for more
 // than renew_before, as tls.crt, tls.key and ca.crt (the hop's trust bundle).
+// A current certificate whose bundle alone changed (a CA published or
+// dropped) keeps its key and certificate.
 func (p *provisioner) leaf(cas caSet, spec leafSpec) func(map[string][]byte) (map[string][]byte, corev1.SecretType, error) {
 	bundle := cas.bundle()
 	return func(cur map[string][]byte) (map[string][]byte, corev1.SecretType, error) {
-		if cur != nil && p.current(cur, cas.active, bundle, spec) {
-			return nil, "", nil
+		if cur != nil && p.current(cur, cas.active, spec) {
+			if bytes.Equal(cur[keyCACert], bundle) && len(cur) == 3 {
+				return nil, "", nil
+			}
+			return map[string][]byte{keyTLSCert: cur[keyTLSCert], keyTLSKey: cur[keyTLSKey], keyCACert: bundle}, corev1.SecretTypeTLS, nil
 		}
 		kp, err := issue(cas.active, spec, p.now(), p.cfg.Validity)
 		if err != nil {
@@ -249,12 +260,12 @@ func (p *provisioner) leaf(cas caSet, spec leafSpec) func(map[string][]byte) (ma
 	}
 }
 
-// current reports whether a leaf Secret may stay: its pair parses, it chains
-// to ca and does not outlive it, carries bundle, says what spec says, and is
-// valid for more than renew_before.
-func (p *provisioner) current(cur map[string][]byte, ca keyPair, bundle []byte, spec leafSpec) bool {
+// current reports whether a leaf Secret's certificate may stay: its pair
+// parses, it chains to ca and does not outlive it, says what spec says, and
+// is valid for more than renew_before.
+func (p *provisioner) current(cur map[string][]byte, ca keyPair, spec leafSpec) bool {
 	kp, err := parseKeyPair(cur[keyTLSCert], cur[keyTLSKey])
-	if err != nil || !bytes.Equal(cur[keyCACert], bundle) {
+	if err != nil {
 		return false
 	}
 	if kp.cert.CheckSignatureFrom(ca.cert) != nil || kp.cert.NotAfter.After(ca.cert.NotAfter) {

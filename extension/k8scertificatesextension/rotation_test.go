@@ -202,7 +202,39 @@ func TestCurrentRejectsLeafOutlivingCA(t *testing.T) {
 	now := ca.cert.NotAfter.Add(-50 * 24 * time.Hour)
 	p := &provisioner{cfg: cfg, now: func() time.Time { return now }}
 	set := caSet{active: ca}
-	if p.current(map[string][]byte{keyTLSCert: leaf.certPEM, keyTLSKey: leaf.keyPEM, keyCACert: set.bundle()}, ca, set.bundle(), testSpec) {
+	if p.current(map[string][]byte{keyTLSCert: leaf.certPEM, keyTLSKey: leaf.keyPEM, keyCACert: set.bundle()}, ca, testSpec) {
 		t.Error("a leaf that outlives its CA is current")
+	}
+}
+
+// TestLeafKeptWhenBundleChanges: publishing a successor CA rewrites a
+// current leaf Secret's ca.crt only; its key and certificate stay.
+func TestLeafKeptWhenBundleChanges(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := &provisioner{cfg: cfg, now: func() time.Time { return now }}
+	ca, err := newCA("test CA", now, cfg.CAValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := caSet{active: ca}
+	first, _, err := p.leaf(set, testSpec)(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := newCA("test CA", now, cfg.CAValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.next = &next
+	got, _, err := p.leaf(set, testSpec)(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || !bytes.Equal(got[keyCACert], set.bundle()) {
+		t.Fatal("the leaf Secret's ca.crt is not the new bundle")
+	}
+	if !bytes.Equal(got[keyTLSKey], first[keyTLSKey]) || !bytes.Equal(got[keyTLSCert], first[keyTLSCert]) {
+		t.Error("a current certificate was reissued because only its bundle changed")
 	}
 }
