@@ -30,8 +30,12 @@ type Config struct {
 	// FlowStreamName is the flow stream fan-in Service's name: its
 	// certificate is <flowstream_name>-tls, for <flowstream_name>.<namespace>.svc.
 	FlowStreamName string `mapstructure:"flowstream_name"`
-	// CAValidity is how long a new CA lasts. CAs are kept, not renewed.
+	// CAValidity is how long a new CA lasts.
 	CAValidity time.Duration `mapstructure:"ca_validity"`
+	// CARenewBefore: a CA with less validity left gets a successor, published
+	// in the trust bundles at once; the successor signs from when the CA has
+	// less than validity left. At least validity, less than ca_validity.
+	CARenewBefore time.Duration `mapstructure:"ca_renew_before"`
 	// Validity is how long a new certificate lasts.
 	Validity time.Duration `mapstructure:"validity"`
 	// RenewBefore: a certificate with less validity left is reissued.
@@ -85,7 +89,7 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		key   string
 		value time.Duration
-	}{{"ca_validity", c.CAValidity}, {"validity", c.Validity}, {"renew_before", c.RenewBefore}, {"check_interval", c.CheckInterval}} {
+	}{{"ca_validity", c.CAValidity}, {"ca_renew_before", c.CARenewBefore}, {"validity", c.Validity}, {"renew_before", c.RenewBefore}, {"check_interval", c.CheckInterval}} {
 		if d.value <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive (got %s)", d.key, d.value))
 		}
@@ -101,6 +105,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Validity > c.CAValidity {
 		errs = append(errs, fmt.Errorf("validity: must not exceed ca_validity (got %s, ca_validity %s)", c.Validity, c.CAValidity))
+	}
+	if c.CARenewBefore < c.Validity {
+		errs = append(errs, fmt.Errorf("ca_renew_before: must be at least validity (got %s, validity %s); a certificate issued before the new CA is made would outlive its CA", c.CARenewBefore, c.Validity))
+	}
+	if c.CARenewBefore >= c.CAValidity {
+		errs = append(errs, fmt.Errorf("ca_renew_before: must be shorter than ca_validity (got %s, ca_validity %s); every check would make a new CA", c.CARenewBefore, c.CAValidity))
 	}
 	return errors.Join(errs...)
 }

@@ -36,6 +36,11 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "zero_validity", WantErr: []string{
 			"ca_validity: must be positive (got 0s)",
 			"validity: must not exceed ca_validity (got 2160h0m0s, ca_validity 0s)",
+			"ca_renew_before: must be shorter than ca_validity (got 4320h0m0s, ca_validity 0s); every check would make a new CA",
 		}},
+		{Name: "ca_renewed_late", Err: "ca_renew_before: must be at least validity (got 720h0m0s, validity 2160h0m0s); a certificate issued before the new CA is made would outlive its CA"},
+		{Name: "ca_short", Want: configtest.Defaults(f, func(c *Config) {
+			c.CAValidity, c.CARenewBefore, c.Validity, c.RenewBefore, c.CheckInterval = 48*time.Hour, 12*time.Hour, 6*time.Hour, 2*time.Hour, 10*time.Minute
+		})},
 	})
 }

@@ -66,9 +66,10 @@ func (c *certificates) Start(ctx context.Context, _ component.Host) error {
 
 // The outcomes of extension_k8s_certificates_checks, as metadata.yaml lists them.
 const (
-	checkOK      = "ok"
-	checkNotOurs = "not_ours"
-	checkFailed  = "failed"
+	checkOK         = "ok"
+	checkNotOurs    = "not_ours"
+	checkFailed     = "failed"
+	checkCAExpiring = "ca_expiring"
 )
 
 // check runs one pass, logs and counts its outcome; failures are retried at
@@ -87,6 +88,9 @@ func (c *certificates) check(ctx context.Context, p *provisioner) {
 	}
 	outcome := checkOK
 	switch {
+	case errors.Is(err, errCAExpiring):
+		outcome = checkCAExpiring
+		c.logger.Error("a CA is expired or about to expire and could not be renewed: TLS between the collectors fails once it expires", zap.Error(err), zap.Duration("ca_renew_before", c.cfg.CARenewBefore))
 	case errors.Is(err, errNotOurs):
 		outcome = checkNotOurs
 		c.logger.Info("certificate Secrets exist that the extension did not make: leaving them alone", zap.Error(err))

@@ -18,7 +18,8 @@ func NewFactory() extension.Factory {
 }
 
 // The defaults are the kustomize names and cert-manager component's schedule:
-// 90-day certificates renewed 30 days before expiry, 10-year CAs.
+// 90-day certificates renewed 30 days before expiry, 10-year CAs whose
+// successor is published 180 days before expiry and signs from 90 days before.
 func createDefaultConfig() component.Config {
 	return &Config{
 		AuthType:       k8sindex.AuthServiceAccount,
@@ -26,6 +27,7 @@ func createDefaultConfig() component.Config {
 		NodeName:       "flowtel-node",
 		FlowStreamName: "flowtel-flowstream",
 		CAValidity:     10 * 365 * 24 * time.Hour,
+		CARenewBefore:  180 * 24 * time.Hour,
 		Validity:       90 * 24 * time.Hour,
 		RenewBefore:    30 * 24 * time.Hour,
 		CheckInterval:  time.Hour,

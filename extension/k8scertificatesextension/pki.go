@@ -46,13 +46,21 @@ func newCA(commonName string, now time.Time, validity time.Duration) (keyPair, e
 	return sign(tmpl, nil)
 }
 
-// issue signs a leaf certificate for spec with ca.
+// issue signs a leaf certificate for spec with ca. It never outlives ca: its
+// NotAfter is capped at the CA's.
 func issue(ca keyPair, spec leafSpec, now time.Time, validity time.Duration) (keyPair, error) {
+	notAfter := now.Add(validity)
+	if notAfter.After(ca.cert.NotAfter) {
+		notAfter = ca.cert.NotAfter
+	}
+	if !notAfter.After(now) {
+		return keyPair{}, fmt.Errorf("the CA %q expired at %s: it signs nothing", ca.cert.Subject.CommonName, ca.cert.NotAfter.UTC().Format(time.RFC3339))
+	}
 	tmpl := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: spec.commonName},
 		DNSNames:    spec.dnsNames,
 		NotBefore:   now.Add(-time.Hour),
-		NotAfter:    now.Add(validity),
+		NotAfter:    notAfter,
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: spec.usages,
 	}
@@ -110,6 +118,31 @@ func parseKeyPair(certPEM, keyPEM []byte) (keyPair, error) {
 		return keyPair{}, errors.New("the key does not belong to the certificate")
 	}
 	return keyPair{cert: cert, key: key, certPEM: certPEM, keyPEM: keyPEM}, nil
+}
+
+// parseCertificates reads every CERTIFICATE block of a bundle; it fails on
+// anything else or on an empty bundle.
+func parseCertificates(bundle []byte) ([]*x509.Certificate, error) {
+	var certs []*x509.Certificate
+	for rest := bundle; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("a PEM %s block in a certificate bundle", block.Type)
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, errors.New("no PEM CERTIFICATE block")
+	}
+	return certs, nil
 }
 
 func parseCertificate(certPEM []byte) (*x509.Certificate, error) {

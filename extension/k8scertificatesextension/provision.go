@@ -32,8 +32,13 @@ const (
 	keyTLSKey  = corev1.TLSPrivateKeyKey
 )
 
-// errNotOurs: a Secret of one of the extension's names exists without its label.
-var errNotOurs = errors.New("not managed by the k8s_certificates extension")
+var (
+	// errNotOurs: a Secret of one of the extension's names exists without its label.
+	errNotOurs = errors.New("not managed by the k8s_certificates extension")
+	// errCAExpiring: a CA that signs is expired or within ca_renew_before of
+	// expiry, and the check could not renew it.
+	errCAExpiring = errors.New("CA expired or expiring, not renewed")
+)
 
 // provisioner keeps the CAs and certificates of the two hops in Secrets.
 type provisioner struct {
@@ -53,32 +58,54 @@ func (p *provisioner) secretNames() []string {
 	}
 }
 
-// foreign returns the names of the Secrets that exist without the label.
-func (p *provisioner) foreign(ctx context.Context) ([]string, error) {
-	var names []string
+// foreign returns the names of the Secrets that exist without the label and,
+// among all the Secrets of its names that exist, those whose trust bundle
+// (ca.crt) has no CA valid for more than ca_renew_before: the extension
+// renews none of them while any is foreign.
+func (p *provisioner) foreign(ctx context.Context) (names, expiring []string, err error) {
+	now := p.now()
 	for _, name := range p.secretNames() {
 		s, err := p.client.CoreV1().Secrets(p.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
+			continue
 		case err != nil:
-			return nil, fmt.Errorf("reading Secret %s/%s: %w", p.cfg.Namespace, name, err)
+			return nil, nil, fmt.Errorf("reading Secret %s/%s: %w", p.cfg.Namespace, name, err)
 		case s.Labels[managedByLabel] != managedByValue:
 			names = append(names, name)
 		}
+		certs, err := parseCertificates(s.Data[keyCACert])
+		if err != nil {
+			continue
+		}
+		var last time.Time
+		for _, c := range certs {
+			if c.IsCA && c.NotAfter.After(last) {
+				last = c.NotAfter
+			}
+		}
+		if !last.IsZero() && p.schedule().expiring(last, now) {
+			expiring = append(expiring, fmt.Sprintf("%s (CA expires %s)", name, last.UTC().Format(time.RFC3339)))
+		}
 	}
-	return names, nil
+	return names, expiring, nil
 }
 
 // ensure makes every Secret exist, chain to its CA and stay valid for more
-// than renew_before. It returns the names of the Secrets it wrote.
+// than renew_before, and renews the CAs ahead of their expiry. It returns the
+// names of the Secrets it wrote.
 // Several gateways run it at once: Secrets are created only if absent and
 // updated only at the resourceVersion read, so the first write wins and the
 // others read what it wrote.
 func (p *provisioner) ensure(ctx context.Context) ([]string, error) {
-	if names, err := p.foreign(ctx); err != nil {
+	if names, expiring, err := p.foreign(ctx); err != nil {
 		return nil, err
 	} else if len(names) > 0 {
-		return nil, fmt.Errorf("the Secrets %v in %s: %w; the extension leaves every certificate alone (bring your own certificates)", names, p.cfg.Namespace, errNotOurs)
+		err := fmt.Errorf("the Secrets %v in %s: %w; the extension leaves every certificate alone (bring your own certificates)", names, p.cfg.Namespace, errNotOurs)
+		if len(expiring) > 0 {
+			err = fmt.Errorf("%w: %v; renew them where they were made: %w", errCAExpiring, expiring, err)
+		}
+		return nil, err
 	}
 	c := p.cfg
 	var written []string
@@ -125,69 +152,123 @@ func (p *provisioner) ensure(ctx context.Context) ([]string, error) {
 	return written, nil
 }
 
-// ensureCA returns the CA kept in the Secret name, making it if absent. A CA
-// is never replaced while it parses: every certificate the hops trust chains
-// to it.
-func (p *provisioner) ensureCA(ctx context.Context, name, commonName string) (keyPair, []string, error) {
+// schedule is the CA schedule of the configuration.
+func (p *provisioner) schedule() caSchedule {
+	return caSchedule{caValidity: p.cfg.CAValidity, caRenewBefore: p.cfg.CARenewBefore, leafValidity: p.cfg.Validity}
+}
+
+// ensureCA returns the CAs kept in the Secret name, making the CA if absent
+// or unreadable and rotating it ahead of its expiry (see rotate).
+func (p *provisioner) ensureCA(ctx context.Context, name, commonName string) (caSet, []string, error) {
+	var (
+		seen *caSet // the set last read, for the error path
+		what rotation
+	)
 	data, wrote, err := p.converge(ctx, name, func(cur map[string][]byte) (map[string][]byte, corev1.SecretType, error) {
+		var curSet *caSet
 		if cur != nil {
-			if _, err := parseKeyPair(cur[keyCACert], cur[keyCAKey]); err == nil {
-				return nil, "", nil
+			if s, err := parseCASet(cur); err == nil {
+				curSet, seen = &s, &s
+			} else {
+				p.logger.Warn("CA Secret unreadable: making a new CA; every certificate is reissued", zap.String("secret", name), zap.Error(err))
 			}
-			p.logger.Warn("CA Secret unreadable: making a new CA; every certificate is reissued", zap.String("secret", name))
 		}
-		ca, err := newCA(commonName, p.now(), p.cfg.CAValidity)
+		next, w, err := rotate(curSet, commonName, p.now(), p.schedule())
 		if err != nil {
 			return nil, "", err
 		}
-		return map[string][]byte{keyCACert: ca.certPEM, keyCAKey: ca.keyPEM}, corev1.SecretTypeOpaque, nil
+		what = w
+		if w == rotationNone {
+			return nil, "", nil
+		}
+		return next.data(), corev1.SecretTypeOpaque, nil
 	})
 	if err != nil {
-		return keyPair{}, nil, err
+		if seen != nil && p.schedule().expiring(seen.active.cert.NotAfter, p.now()) {
+			return caSet{}, nil, fmt.Errorf("%w: %s expires %s and was not renewed: %w", errCAExpiring, name, seen.active.cert.NotAfter.UTC().Format(time.RFC3339), err)
+		}
+		return caSet{}, nil, err
 	}
-	ca, err := parseKeyPair(data[keyCACert], data[keyCAKey])
+	set, err := parseCASet(data)
 	if err != nil {
-		return keyPair{}, nil, fmt.Errorf("secret %s: %w", name, err)
+		return caSet{}, nil, fmt.Errorf("secret %s: %w", name, err)
 	}
-	if wrote {
-		return ca, []string{name}, nil
+	if !wrote {
+		return set, nil, nil
 	}
-	return ca, nil, nil
+	p.logRotation(name, what, set, name == p.cfg.GatewayName+"-ca-key")
+	return set, []string{name}, nil
 }
 
-// publishCA keeps the CA certificate alone (no key) in the Secret the Pods mount.
-func (p *provisioner) publishCA(ca keyPair) func(map[string][]byte) (map[string][]byte, corev1.SecretType, error) {
-	return func(cur map[string][]byte) (map[string][]byte, corev1.SecretType, error) {
-		if cur != nil && bytes.Equal(cur[keyCACert], ca.certPEM) && len(cur) == 1 {
-			return nil, "", nil
-		}
-		return map[string][]byte{keyCACert: ca.certPEM}, corev1.SecretTypeOpaque, nil
+// logRotation says what a CA write did and what it means for the Pods. Only
+// the gateway CA is read by clients (ca_file) once at start: the node
+// collectors, and the gateway towards the flow stream.
+func (p *provisioner) logRotation(name string, what rotation, set caSet, readAtStart bool) {
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	restart := "no Pod needs a restart (the servers re-read their client CA file)"
+	if readAtStart {
+		restart = "Pods that read this bundle only at start (the node collectors' ca_file; with the flow stream, the gateway's) and started before the new CA was published reject the new certificates, from the switch on, until restarted"
+	}
+	switch what {
+	case rotationMade:
+		p.logger.Info("CA made", zap.String("secret", name), zap.String("expires", at(set.active.cert.NotAfter)))
+	case rotationNext:
+		p.logger.Info("CA renewal: a new CA is published beside the current one; certificates switch to it at switch_at",
+			zap.String("secret", name), zap.String("restart", restart), zap.String("current_expires", at(set.active.cert.NotAfter)),
+			zap.String("switch_at", at(set.active.cert.NotAfter.Add(-p.cfg.Validity))))
+	case rotationSwitched:
+		p.logger.Info("CA renewal: the new CA signs now and every certificate is reissued by it; the old CA stays trusted until it expires",
+			zap.String("secret", name), zap.String("restart", restart), zap.String("old_expires", at(set.previous.NotAfter)), zap.String("new_expires", at(set.active.cert.NotAfter)))
+	case rotationReplaced:
+		p.logger.Warn("CA had expired: a new CA signs and every certificate is reissued",
+			zap.String("secret", name), zap.String("restart", restart), zap.String("new_expires", at(set.active.cert.NotAfter)))
+	case rotationDropped, rotationNextStale:
+		p.logger.Info("CA bundle trimmed", zap.String("secret", name), zap.String("change", string(what)))
 	}
 }
 
-// leaf keeps a certificate signed by ca, valid for more than renew_before,
-// as tls.crt, tls.key and ca.crt.
-func (p *provisioner) leaf(ca keyPair, spec leafSpec) func(map[string][]byte) (map[string][]byte, corev1.SecretType, error) {
+// publishCA keeps the hop's trust bundle (certificates alone, no key) in the
+// Secret the Pods mount.
+func (p *provisioner) publishCA(cas caSet) func(map[string][]byte) (map[string][]byte, corev1.SecretType, error) {
+	bundle := cas.bundle()
 	return func(cur map[string][]byte) (map[string][]byte, corev1.SecretType, error) {
-		if cur != nil && p.current(cur, ca, spec) {
+		if cur != nil && bytes.Equal(cur[keyCACert], bundle) && len(cur) == 1 {
 			return nil, "", nil
 		}
-		kp, err := issue(ca, spec, p.now(), p.cfg.Validity)
+		return map[string][]byte{keyCACert: bundle}, corev1.SecretTypeOpaque, nil
+	}
+}
+
+// leaf keeps a certificate signed by the active CA of cas, valid for more
+// than renew_before, as tls.crt, tls.key and ca.crt (the hop's trust bundle).
+// A current certificate whose bundle alone changed (a CA published or
+// dropped) keeps its key and certificate.
+func (p *provisioner) leaf(cas caSet, spec leafSpec) func(map[string][]byte) (map[string][]byte, corev1.SecretType, error) {
+	bundle := cas.bundle()
+	return func(cur map[string][]byte) (map[string][]byte, corev1.SecretType, error) {
+		if cur != nil && p.current(cur, cas.active, spec) {
+			if bytes.Equal(cur[keyCACert], bundle) && len(cur) == 3 {
+				return nil, "", nil
+			}
+			return map[string][]byte{keyTLSCert: cur[keyTLSCert], keyTLSKey: cur[keyTLSKey], keyCACert: bundle}, corev1.SecretTypeTLS, nil
+		}
+		kp, err := issue(cas.active, spec, p.now(), p.cfg.Validity)
 		if err != nil {
 			return nil, "", err
 		}
-		return map[string][]byte{keyTLSCert: kp.certPEM, keyTLSKey: kp.keyPEM, keyCACert: ca.certPEM}, corev1.SecretTypeTLS, nil
+		return map[string][]byte{keyTLSCert: kp.certPEM, keyTLSKey: kp.keyPEM, keyCACert: bundle}, corev1.SecretTypeTLS, nil
 	}
 }
 
-// current reports whether a leaf Secret may stay: its pair parses, it chains
-// to ca, says what spec says, and is valid for more than renew_before.
+// current reports whether a leaf Secret's certificate may stay: its pair
+// parses, it chains to ca and does not outlive it, says what spec says, and
+// is valid for more than renew_before.
 func (p *provisioner) current(cur map[string][]byte, ca keyPair, spec leafSpec) bool {
 	kp, err := parseKeyPair(cur[keyTLSCert], cur[keyTLSKey])
-	if err != nil || !bytes.Equal(cur[keyCACert], ca.certPEM) {
+	if err != nil {
 		return false
 	}
-	if kp.cert.CheckSignatureFrom(ca.cert) != nil {
+	if kp.cert.CheckSignatureFrom(ca.cert) != nil || kp.cert.NotAfter.After(ca.cert.NotAfter) {
 		return false
 	}
 	if kp.cert.Subject.CommonName != spec.commonName || !slices.Equal(kp.cert.DNSNames, spec.dnsNames) || !slices.Equal(kp.cert.ExtKeyUsage, spec.usages) {

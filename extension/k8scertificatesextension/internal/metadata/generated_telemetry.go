@@ -67,7 +67,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ExtensionK8sCertificatesSecretsWritten, err = builder.meter.Int64Counter(
 		"otelcol_extension_k8s_certificates_secrets_written",
-		metric.WithDescription("Secrets the extension created or renewed, by name (a CA once, a certificate when it is missing, not from the CA, or within renew_before of expiry). [Development]"),
+		metric.WithDescription("Secrets the extension created or renewed, by name (a CA Secret when it is made, gets a successor, switches to it or drops the expired old CA; a certificate when it is missing, not from the CA that signs, or within renew_before of expiry; a trust bundle when its CAs change). [Development]"),
 		metric.WithUnit("{secret}"),
 	)
 	errs = errors.Join(errs, err)

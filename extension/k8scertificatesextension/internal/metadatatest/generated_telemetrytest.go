@@ -40,7 +40,7 @@ func AssertEqualExtensionK8sCertificatesChecks(t *testing.T, tt *componenttest.T
 func AssertEqualExtensionK8sCertificatesSecretsWritten(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_extension_k8s_certificates_secrets_written",
-		Description: "Secrets the extension created or renewed, by name (a CA once, a certificate when it is missing, not from the CA, or within renew_before of expiry). [Development]",
+		Description: "Secrets the extension created or renewed, by name (a CA Secret when it is made, gets a successor, switches to it or drops the expired old CA; a certificate when it is missing, not from the CA that signs, or within renew_before of expiry; a trust bundle when its CAs change). [Development]",
 		Unit:        "{secret}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
