@@ -32,6 +32,10 @@ const (
 	refusedUnbound      = "unbound_token"
 	refusedOtherNode    = "other_node"
 	refusedUndecodable  = "undecodable"
+	// refusedUnavailable: the TokenReview failed (API server unreachable,
+	// timing out, 5xx, 429): the records go back to the sender with a
+	// retryable error, not lost.
+	refusedUnavailable = "review_unavailable"
 )
 
 // resourceNodeName is the resource attribute of the reporting Node.
@@ -76,7 +80,10 @@ func (p *nodeIdentity) shutdown(context.Context) error {
 // processLogs passes on the records whose Node is the sender's and refuses
 // the others, counted. A request whose sender has no Node (no token, a token
 // the API server refuses, or one not bound to a Pod) is refused as a whole,
-// with a permanent error: sending it again would not change the answer.
+// with a permanent error: sending it again would not change the answer. A
+// request whose token could not be reviewed (the API server gave no answer)
+// is refused as a whole with a retryable error, which the otlp receiver
+// returns as Unavailable: the node's exporter sends it again.
 func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
 	n := int64(ld.LogRecordCount())
 	if senderauth.IsAntreaAgent(ctx) {
@@ -89,6 +96,9 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 	node, reason, err := p.senderNode(ctx)
 	if err != nil {
 		p.refuse(ctx, n, reason, err)
+		if reason == refusedUnavailable {
+			return ld, err
+		}
 		return ld, consumererror.NewPermanent(err)
 	}
 	var accepted int64
