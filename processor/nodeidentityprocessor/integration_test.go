@@ -225,16 +225,18 @@ func TestNodeIdentityPodOnAnotherNode(t *testing.T) {
 
 // TestNodeIdentityCompact: the shipped node configuration sends the compact
 // form; its records are checked as the attribute form's are, not refused as
-// undecodable.
+// undecodable. A source half whose source is on no Node claims no endpoint
+// of node-a: refused not_local.
 func TestNodeIdentityCompact(t *testing.T) {
 	l := newLab(t)
 	p, sink, tel := l.gateway(nil)
 	tok := l.token("flowtel", "flowtel-node", defaultAudience, l.pod)
 	require.NoError(t, p.ConsumeLogs(sent(tok), encoded(compactcodec.Encode, "node-a",
 		record{"node-a", "node-a"}, record{"node-b", "node-b"}, record{"node-a", ""})))
-	assert.Equal(t, 2, sink.LogRecordCount())
-	assert.Equal(t, int64(2), counter(t, tel, accepted, ""))
+	assert.Equal(t, 1, sink.LogRecordCount())
+	assert.Equal(t, int64(1), counter(t, tel, accepted, ""))
 	assert.Equal(t, int64(1), counter(t, tel, refused, "other_node"))
+	assert.Equal(t, int64(1), counter(t, tel, refused, "not_local"))
 	assert.Zero(t, counter(t, tel, refused, "undecodable"))
 	lr := sink.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
 	assert.True(t, compactcodec.IsCompact(lr), "passed on in the form it came")
@@ -257,4 +259,66 @@ func TestNodeIdentityAntreaAgents(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, int64(1), counter(t, tel, refused, "no_token"))
 	assert.Equal(t, 2, sink.LogRecordCount())
+}
+
+// TestNodeIdentityChecksEveryEndpoint: with node-a's real token, the
+// records k8s_flow writes on node-a for a NodePort connection relayed to a
+// third Node (the destination half keyed by what reached node-a, and its
+// relay leg) and an intra-Node record pass; records that claim another
+// Node's Pod on a side the reporter's check used to skip (the destination
+// of an intra-Node record, the endpoint of a DNATed destination half whose
+// client is local), a relay leg of a connection between two other Nodes,
+// and a relay leg carrying another connection's key are refused, each
+// counted by reason, and nothing else is lost.
+func TestNodeIdentityChecksEveryEndpoint(t *testing.T) {
+	l := newLab(t)
+	p, sink, tel := l.gateway(nil)
+	tok := l.token("flowtel", "flowtel-node", defaultAudience, l.pod)
+
+	pod := func(addr, node string) flowrecord.Endpoint {
+		return flowrecord.Endpoint{Address: netip.MustParseAddr(addr), Port: 8080, Kind: flowrecord.EndpointPod, NodeName: node}
+	}
+	podA, podA2, podB, podC := pod("10.244.1.10", "node-a"), pod("10.244.1.11", "node-a"), pod("10.244.2.10", "node-b"), pod("10.244.3.10", "node-c")
+	rec := func(side flowrecord.Side, src, dst flowrecord.Endpoint, nodePort bool) *flowrecord.Record {
+		r := &flowrecord.Record{Start: time.Now(), End: time.Now(), Protocol: 6, Source: src, Destination: dst,
+			Reporter: flowrecord.Reporter{NodeName: "node-a", Side: side}}
+		if nodePort {
+			r.OriginalDestinationAddress, r.OriginalDestinationPort = netip.MustParseAddr("192.168.0.1"), 30080
+		}
+		if side == flowrecord.SideRelay {
+			r.ProxySNATAddress, r.ProxySNATPort = netip.MustParseAddr("192.168.0.1"), 40022
+		}
+		r.Key = r.CorrelationKey()
+		return r
+	}
+	forgedKey := rec(flowrecord.SideRelay, podB, podC, true)
+	forgedKey.Key = "6|10.244.2.10:8080|10.244.3.10:8080" // node-b → node-c, direct
+
+	for _, encode := range []func(*flowrecord.Record, plog.LogRecord){attrcodec.Encode, compactcodec.Encode} {
+		before := counter(t, tel, accepted, "")
+		passed := sink.LogRecordCount()
+		ld := plog.NewLogs()
+		rl := ld.ResourceLogs().AppendEmpty()
+		rl.Resource().Attributes().PutStr(resourceNodeName, "node-a")
+		lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
+		for _, r := range []*flowrecord.Record{
+			rec(flowrecord.SideBoth, podA, podA2, false),      // passes
+			rec(flowrecord.SideDestination, podB, podC, true), // NodePort relayed to node-c: passes
+			rec(flowrecord.SideRelay, podB, podC, true),       // its relay leg: passes
+			rec(flowrecord.SideBoth, podA, podC, false),       // other_node (node-c as destination)
+			rec(flowrecord.SideDestination, podA, podC, true), // other_node (a local client: not relayed)
+			rec(flowrecord.SideRelay, podB, podC, false),      // not_local (not DNATed)
+			rec(flowrecord.SideRelay, podA, podC, true),       // not_local (a local client)
+			forgedKey, // key_mismatch
+		} {
+			encode(r, lrs.AppendEmpty())
+		}
+		require.NoError(t, p.ConsumeLogs(sent(tok), ld))
+		assert.Equal(t, 3, sink.LogRecordCount()-passed)
+		assert.Equal(t, int64(3), counter(t, tel, accepted, "")-before)
+	}
+	assert.Equal(t, int64(4), counter(t, tel, refused, "other_node"))
+	assert.Equal(t, int64(4), counter(t, tel, refused, "not_local"))
+	assert.Equal(t, int64(2), counter(t, tel, refused, "key_mismatch"))
+	assert.Zero(t, counter(t, tel, refused, "undecodable"))
 }

@@ -32,6 +32,16 @@ const (
 	refusedUnbound      = "unbound_token"
 	refusedOtherNode    = "other_node"
 	refusedUndecodable  = "undecodable"
+	// refusedNotLocal: the record claims no endpoint of the sender's Node
+	// where its side says it has one (and names no other Node instead), or
+	// is a relay leg of no connection the sender relayed.
+	refusedNotLocal = "not_local"
+	// refusedKeyMismatch: the record's correlation key is not its own.
+	refusedKeyMismatch = "key_mismatch"
+	// refusedUnavailable: the TokenReview failed (API server unreachable,
+	// timing out, 5xx, 429): the records go back to the sender with a
+	// retryable error, not lost.
+	refusedUnavailable = "review_unavailable"
 )
 
 // resourceNodeName is the resource attribute of the reporting Node.
@@ -76,7 +86,10 @@ func (p *nodeIdentity) shutdown(context.Context) error {
 // processLogs passes on the records whose Node is the sender's and refuses
 // the others, counted. A request whose sender has no Node (no token, a token
 // the API server refuses, or one not bound to a Pod) is refused as a whole,
-// with a permanent error: sending it again would not change the answer.
+// with a permanent error: sending it again would not change the answer. A
+// request whose token could not be reviewed (the API server gave no answer)
+// is refused as a whole with a retryable error, which the otlp receiver
+// returns as Unavailable: the node's exporter sends it again.
 func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
 	n := int64(ld.LogRecordCount())
 	if senderauth.IsAntreaAgent(ctx) {
@@ -89,6 +102,9 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 	node, reason, err := p.senderNode(ctx)
 	if err != nil {
 		p.refuse(ctx, n, reason, err)
+		if reason == refusedUnavailable {
+			return ld, err
+		}
 		return ld, consumererror.NewPermanent(err)
 	}
 	var accepted int64
@@ -115,8 +131,8 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 					refused[refusedUndecodable]++
 					return true
 				}
-				if claim := otherNode(&rec, node); claim != "" {
-					refused[refusedOtherNode]++
+				if reason, claim := check(&rec, node); reason != "" {
+					refused[reason]++
 					firstClaim = cmpOr(firstClaim, claim)
 					return true
 				}
@@ -129,7 +145,18 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 	})
 	p.tel.ProcessorNodeIdentityRecordsAccepted.Add(ctx, accepted)
 	for reason, k := range refused {
-		p.refuse(ctx, k, reason, fmt.Errorf("records of Node %s sent by the node collector of Node %s", firstClaim, node))
+		var err error
+		switch reason {
+		case refusedOtherNode:
+			err = fmt.Errorf("records of Node %s sent by the node collector of Node %s", firstClaim, node)
+		case refusedNotLocal:
+			err = fmt.Errorf("records of no connection of Node %s sent by its node collector", node)
+		case refusedKeyMismatch:
+			err = fmt.Errorf("records with another connection's correlation key sent by the node collector of Node %s", node)
+		default:
+			err = fmt.Errorf("records that are not flow records sent by the node collector of Node %s", node)
+		}
+		p.refuse(ctx, k, reason, err)
 	}
 	if accepted == 0 && n > 0 {
 		return ld, processorhelper.ErrSkipProcessingData
@@ -137,30 +164,73 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 	return ld, nil
 }
 
-// otherNode returns the Node a record names that is not node: its reporter,
-// or the endpoint on the reporter's side ("" when it names only node). The
-// reporter's side is the source of a source half and of an intra-Node
-// record, the destination of a destination half; a destination half whose
-// connection this Node's front end (a NodePort) DNATed on to an endpoint on
-// another Node, and its relay leg, have no endpoint here: only the reporter
-// is checked.
-func otherNode(r *flowrecord.Record, node string) string {
+// check says why node's collector may not send r ("" when it may), and
+// the Node it claimed instead of node, if any. Every endpoint the record
+// claims is checked, as k8s_flow decides a record's side
+// (processor/k8sflowprocessor, classify.go):
+//
+//   - the reporter must be node;
+//   - a source half claims its source: a Pod or Node endpoint on node, or an
+//     external client whose destination node DNATed to a Pod or Node (the
+//     ingress Node of a from-external connection);
+//   - a destination half claims its destination, on node, or a connection
+//     node DNATed for a client on another Node (it reached one of node's
+//     front ends, a NodePort, whatever endpoint node chose);
+//   - an intra-Node record (both) claims both;
+//   - a relay leg is the onward leg of a connection node DNATed for a client
+//     on another Node to an endpoint on a third Node (k8s_flow's relayLeg);
+//   - a record with no side must have an endpoint on node;
+//   - the correlation key, when sent, must be the record's own
+//     (flowrecord.CorrelationKey): flow_correlation pairs by the key it is
+//     sent, so a made-up key would pair with, or as a relay leg fold away,
+//     a connection between other Nodes.
+func check(r *flowrecord.Record, node string) (reason, claim string) {
 	if r.Reporter.NodeName != node {
-		return cmpOr(r.Reporter.NodeName, "(none)")
+		return refusedOtherNode, cmpOr(r.Reporter.NodeName, "(none)")
 	}
-	var local string
+	src, dst := &r.Source, &r.Destination
+	local := func(e *flowrecord.Endpoint) bool { return e.NodeName == node }
+	// ingress: an external client's connection node DNATed into the cluster.
+	ingress := src.Kind == flowrecord.EndpointExternal && dst.Kind.InCluster() && r.DNATed()
+	// relayed: a connection from a client on another Node that node DNATed.
+	relayed := src.Kind.InCluster() && src.NodeName != "" && src.NodeName != node && r.DNATed()
+	var ok bool
+	var claimed *flowrecord.Endpoint // the endpoint that should have been node's
 	switch r.Reporter.Side {
-	case flowrecord.SideSource, flowrecord.SideBoth:
-		local = r.Source.NodeName
+	case flowrecord.SideSource:
+		ok, claimed = local(src) || ingress, src
 	case flowrecord.SideDestination:
-		if !r.DNATed() {
-			local = r.Destination.NodeName
+		ok, claimed = local(dst) || relayed, dst
+	case flowrecord.SideBoth:
+		switch {
+		case !local(src) && !ingress:
+			claimed = src
+		case !local(dst):
+			claimed = dst
+		default:
+			ok = true
+		}
+	case flowrecord.SideRelay:
+		ok = relayed && dst.Kind.InCluster() && dst.NodeName != "" && !local(dst)
+		if !ok {
+			return refusedNotLocal, ""
+		}
+	default:
+		ok, claimed = local(src) || local(dst), src
+		if claimed.NodeName == "" {
+			claimed = dst
 		}
 	}
-	if local != "" && local != node {
-		return local
+	if !ok {
+		if claimed.NodeName != "" && claimed.NodeName != node {
+			return refusedOtherNode, claimed.NodeName
+		}
+		return refusedNotLocal, ""
 	}
-	return ""
+	if r.Key != "" && r.Key != r.CorrelationKey() {
+		return refusedKeyMismatch, ""
+	}
+	return "", ""
 }
 
 // senderNode is the Node of the request's sender, from its bearer token.

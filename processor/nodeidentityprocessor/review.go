@@ -29,8 +29,10 @@ type verdict struct {
 }
 
 // reviewer asks the API server who sent a token (TokenReview) and caches the
-// answer for cache_ttl, by the token's SHA-256. A failed review (the API
-// server unreachable) is not cached.
+// answer for cache_ttl, by the token's SHA-256. A review that failed (the API
+// server unreachable, timing out, overloaded or refusing the call) is no
+// answer about the token: it is not cached, and its reason is
+// review_unavailable, never invalid_token.
 type reviewer struct {
 	client    kubernetes.Interface
 	audience  string
@@ -49,7 +51,8 @@ func newReviewer(c kubernetes.Interface, cfg *Config, tel *metadata.TelemetryBui
 }
 
 // node returns the Node of the token's sender, or the refusal reason and
-// an error saying why.
+// an error saying why: review_unavailable when the API server gave no answer
+// (the request may be sent again), another reason when it refused the token.
 func (r *reviewer) node(ctx context.Context, token string) (string, string, error) {
 	key := sha256.Sum256([]byte(token))
 	now := time.Now()
@@ -61,7 +64,7 @@ func (r *reviewer) node(ctx context.Context, token string) (string, string, erro
 	}
 	v, err := r.review(ctx, token)
 	if err != nil {
-		return "", refusedInvalidToken, err
+		return "", refusedUnavailable, err
 	}
 	v.expires = now.Add(r.ttl)
 	r.mu.Lock()
@@ -81,7 +84,7 @@ func (r *reviewer) review(ctx context.Context, token string) (verdict, error) {
 		Spec: authv1.TokenReviewSpec{Token: token, Audiences: []string{r.audience}},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return verdict{}, fmt.Errorf("TokenReview failed: %w; the gateway's ServiceAccount needs create on tokenreviews (ClusterRole system:auth-delegator)", err)
+		return verdict{}, fmt.Errorf("TokenReview failed, the sender's token is not judged (send again later): %w; the gateway needs the API server and create on tokenreviews (ClusterRole system:auth-delegator)", err)
 	}
 	st := tr.Status
 	switch {

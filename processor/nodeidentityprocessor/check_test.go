@@ -1,0 +1,89 @@
+package nodeidentityprocessor
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+)
+
+// TestCheck: which records node-b's collector may send. The records k8s_flow
+// writes on node-b pass, NodePort connections it forwards to a third Node
+// among them (the destination half keyed by what reached node-b, and its
+// relay leg); a record naming another reporter, another Node on any side it
+// claims, no endpoint of node-b where its side says it has one, a relay leg
+// of a connection node-b did not relay, or another connection's key does
+// not.
+func TestCheck(t *testing.T) {
+	pod := func(addr, node string) flowrecord.Endpoint {
+		return flowrecord.Endpoint{Address: netip.MustParseAddr(addr), Port: 8080, Kind: flowrecord.EndpointPod, NodeName: node}
+	}
+	rec := func(reporter string, side flowrecord.Side, src, dst flowrecord.Endpoint, nodePort bool) *flowrecord.Record {
+		r := &flowrecord.Record{Protocol: 6, Source: src, Destination: dst, Reporter: flowrecord.Reporter{NodeName: reporter, Side: side}}
+		if nodePort {
+			r.OriginalDestinationAddress, r.OriginalDestinationPort = netip.MustParseAddr("192.168.0.2"), 30080
+		}
+		return r
+	}
+	keyed := func(r *flowrecord.Record) *flowrecord.Record { r.Key = r.CorrelationKey(); return r }
+	withKey := func(r *flowrecord.Record, key string) *flowrecord.Record { r.Key = key; return r }
+	podA, podB, podC := pod("10.244.1.10", "node-a"), pod("10.244.2.10", "node-b"), pod("10.244.3.10", "node-c")
+	nodeB := flowrecord.Endpoint{Address: netip.MustParseAddr("192.168.0.2"), Kind: flowrecord.EndpointNode, NodeName: "node-b"}
+	nodeC := flowrecord.Endpoint{Address: netip.MustParseAddr("192.168.0.3"), Kind: flowrecord.EndpointNode, NodeName: "node-c"}
+	external := flowrecord.Endpoint{Address: netip.MustParseAddr("198.51.100.7"), Port: 50000, Kind: flowrecord.EndpointExternal}
+	masqueraded := func(r *flowrecord.Record) *flowrecord.Record {
+		r.ProxySNATAddress, r.ProxySNATPort = netip.MustParseAddr("192.168.0.2"), 40022
+		return r
+	}
+	for name, tc := range map[string]struct {
+		r            *flowrecord.Record
+		reason, want string
+	}{
+		// What k8s_flow writes on node-b.
+		"source half":                        {keyed(rec("node-b", flowrecord.SideSource, podB, podA, false)), "", ""},
+		"source half of node-b itself":       {keyed(rec("node-b", flowrecord.SideSource, nodeB, podA, false)), "", ""},
+		"destination half":                   {keyed(rec("node-b", flowrecord.SideDestination, podA, podB, false)), "", ""},
+		"destination half, from external":    {keyed(rec("node-b", flowrecord.SideDestination, external, podB, false)), "", ""},
+		"destination half of node-b itself":  {keyed(rec("node-b", flowrecord.SideDestination, podA, nodeB, false)), "", ""},
+		"intra-Node":                         {keyed(rec("node-b", flowrecord.SideBoth, podB, pod("10.244.2.11", "node-b"), false)), "", ""},
+		"from external, ingress Node":        {keyed(masqueraded(rec("node-b", flowrecord.SideSource, external, podC, true))), "", ""},
+		"from external to a local endpoint":  {keyed(rec("node-b", flowrecord.SideBoth, external, podB, true)), "", ""},
+		"NodePort forwarded to a third Node": {keyed(rec("node-b", flowrecord.SideDestination, podA, podC, true)), "", ""},
+		"its relay leg":                      {keyed(masqueraded(rec("node-b", flowrecord.SideRelay, podA, podC, true))), "", ""},
+		"relay leg back to the client Node":  {keyed(masqueraded(rec("node-b", flowrecord.SideRelay, podA, pod("10.244.1.11", "node-a"), true))), "", ""},
+		"no key sent":                        {rec("node-b", flowrecord.SideSource, podB, podA, false), "", ""},
+		"no side, a local endpoint":          {rec("node-b", flowrecord.SideUnknown, podA, podB, false), "", ""},
+
+		// Another reporter.
+		"another reporter": {rec("node-a", flowrecord.SideSource, podA, podB, false), "other_node", "node-a"},
+		"no reporter":      {rec("", flowrecord.SideSource, podB, podA, false), "other_node", "(none)"},
+		// Another Node on a side the record claims.
+		"source half of another Node's Pod":         {rec("node-b", flowrecord.SideSource, podA, podB, false), "other_node", "node-a"},
+		"source half of another Node":               {rec("node-b", flowrecord.SideSource, nodeC, podA, false), "other_node", "node-c"},
+		"destination half of another's Pod":         {rec("node-b", flowrecord.SideDestination, podB, podC, false), "other_node", "node-c"},
+		"destination half, another Node":            {rec("node-b", flowrecord.SideDestination, podA, nodeC, false), "other_node", "node-c"},
+		"intra-Node, another Node's source":         {rec("node-b", flowrecord.SideBoth, podC, podB, false), "other_node", "node-c"},
+		"intra-Node, another Node's destination":    {rec("node-b", flowrecord.SideBoth, podB, podC, false), "other_node", "node-c"},
+		"DNATed, a local client, a remote endpoint": {rec("node-b", flowrecord.SideDestination, podB, podC, true), "other_node", "node-c"},
+		"no side, between two other Nodes":          {rec("node-b", flowrecord.SideUnknown, podA, podC, false), "other_node", "node-a"},
+		// No endpoint of node-b where the side says there is one.
+		"source half, an external source":      {rec("node-b", flowrecord.SideSource, external, podA, false), "not_local", ""},
+		"source half, a source of no Node":     {rec("node-b", flowrecord.SideSource, flowrecord.Endpoint{Address: podA.Address}, podA, false), "not_local", ""},
+		"destination half, to external":        {rec("node-b", flowrecord.SideDestination, podA, external, false), "not_local", ""},
+		"no side, no endpoint of any Node":     {rec("node-b", flowrecord.SideUnknown, external, external, false), "not_local", ""},
+		"relay leg of a connection not DNATed": {keyed(masqueraded(rec("node-b", flowrecord.SideRelay, podA, podC, false))), "not_local", ""},
+		"relay leg of a local client":          {keyed(masqueraded(rec("node-b", flowrecord.SideRelay, podB, podC, true))), "not_local", ""},
+		"relay leg to a local endpoint":        {keyed(masqueraded(rec("node-b", flowrecord.SideRelay, podA, podB, true))), "not_local", ""},
+		"relay leg of an external client":      {keyed(masqueraded(rec("node-b", flowrecord.SideRelay, external, podC, true))), "not_local", ""},
+		"relay leg between two other Nodes":    {rec("node-b", flowrecord.SideRelay, podA, podC, false), "not_local", ""},
+		// Another connection's key: a relay leg would fold it away.
+		"relay leg with another connection's key":   {withKey(masqueraded(rec("node-b", flowrecord.SideRelay, podA, podC, true)), "6|10.244.1.10:8080|10.244.3.10:8080"), "key_mismatch", ""},
+		"source half with another connection's key": {withKey(rec("node-b", flowrecord.SideSource, podB, podA, false), "6|10.244.1.10:8080|10.244.3.10:8080"), "key_mismatch", ""},
+	} {
+		reason, claim := check(tc.r, "node-b")
+		assert.Equal(t, tc.reason, reason, name)
+		assert.Equal(t, tc.want, claim, name)
+	}
+}
