@@ -28,6 +28,9 @@ type entry struct {
 	ready    bool // exportable: paired, not required, or exported unpaired
 	updated  bool // new data since the last export
 	exported bool // exported at least once (by this process)
+	// sourceEnded, destinationEnded: that side reported the end of the
+	// flow; endSent: a record with end reason end-of-flow went out.
+	sourceEnded, destinationEnded, endSent bool
 	// relay: one half is a relay leg (flowrecord.SideRelay); the connection
 	// is reported under its first leg's key, so this entry is never exported.
 	relay bool
@@ -164,4 +167,32 @@ func (q deadlineQueue) reschedule(e *entry) {
 		e.due = d
 		q.up(e.index)
 	}
+}
+
+// noteEnd records which sides r, a record of half h, ended.
+func (e *entry) noteEnd(r *flowrecord.Record, h half) {
+	if r.EndReason != flowrecord.EndReasonEndOfFlow {
+		return
+	}
+	src, dst := sidesOf(e.required, h)
+	e.sourceEnded = e.sourceEnded || src
+	e.destinationEnded = e.destinationEnded || dst
+}
+
+// allSidesEnded: every side that reported the connection reported its end.
+// A pair ends when both Nodes say so: the first end to arrive is only the
+// first Node's, and the other Node may still count (its end record comes
+// up to a poll and an export period later).
+// A denied connection ends with its denial: the denying Node's record is its
+// end (the other Node's conntrack entry lingers, unanswered, for minutes).
+func (e *entry) allSidesEnded() bool {
+	if denied(e.rec.IngressPolicy.RuleAction) || denied(e.rec.EgressPolicy.RuleAction) {
+		return e.sourceEnded || e.destinationEnded
+	}
+	src, dst := !e.agg.EndFromSource.IsZero(), !e.agg.EndFromDestination.IsZero()
+	return (!src || e.sourceEnded) && (!dst || e.destinationEnded)
+}
+
+func denied(a flowrecord.RuleAction) bool {
+	return a == flowrecord.RuleActionDrop || a == flowrecord.RuleActionReject
 }

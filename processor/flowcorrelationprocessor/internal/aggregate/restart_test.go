@@ -114,3 +114,46 @@ func byEnd(recs []*flowrecord.Record) []*flowrecord.Record {
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].End.Before(recs[j].End) })
 	return recs
 }
+
+// A connection's chain ends once: the two Nodes' end-of-flow records come up
+// to a poll and an export period apart, and a periodic export between them
+// is not the end (the later Node may still count). When the other Node's end
+// never comes, the last export (inactive timeout) carries it, even with
+// nothing new to report.
+func TestOneEndOfFlowPerConnection(t *testing.T) {
+	s := Settings{ActiveTimeout: 3 * time.Second, InactiveTimeout: 6 * time.Second, PairingTimeout: 15 * time.Second}
+	ends := func(recs []flowrecord.Record) (n int, lastIsEnd bool) {
+		for _, r := range recs {
+			if r.EndReason == flowrecord.EndReasonEndOfFlow {
+				n++
+			}
+		}
+		return n, len(recs) > 0 && recs[len(recs)-1].EndReason == flowrecord.EndReasonEndOfFlow
+	}
+	for _, otherEnds := range []bool{true, false} {
+		tbl, x := New(s), &exported{}
+		src, dst := srcHalf(v4, flowrecord.FlowTypeInterNode, false, 0), dstHalf(v4, flowrecord.FlowTypeInterNode, false, 0)
+		tbl.Add(src, at(1), x.emit)
+		tbl.Add(dst, at(1), x.emit)
+		srcEnd := srcHalf(v4, flowrecord.FlowTypeInterNode, true, 0)
+		tbl.Add(srcEnd, at(10), x.emit)
+		tbl.Expire(at(12), x.emit) // the active timeout, before the other end
+		if otherEnds {
+			tbl.Add(dstHalf(v4, flowrecord.FlowTypeInterNode, true, 0), at(13), x.emit)
+		}
+		tbl.Expire(at(16), x.emit)
+		tbl.Expire(at(30), x.emit)
+		recs, _ := x.take()
+		n, last := ends(recs)
+		require.Equal(t, 1, n, "other side ends: %v; exports: %v", otherEnds, reasonsOf(recs))
+		require.True(t, last, "the end is the chain's last export: %v", reasonsOf(recs))
+	}
+}
+
+func reasonsOf(recs []flowrecord.Record) []flowrecord.EndReason {
+	var out []flowrecord.EndReason
+	for _, r := range recs {
+		out = append(out, r.EndReason)
+	}
+	return out
+}

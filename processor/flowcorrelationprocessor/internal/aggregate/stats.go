@@ -49,6 +49,7 @@ func initStats(e *entry, r *flowrecord.Record, h half) {
 	e.rec.Stats, e.rec.ReverseStats = totalsOf(r.Stats), totalsOf(r.ReverseStats)
 	addDeltas(&e.rec.Stats, &e.rec.ReverseStats, spanOf(&e.rec.Stats, &e.rec.ReverseStats, e.commonFrom))
 	src, dst := sidesOf(e.required, h)
+	e.noteEnd(r, h)
 	if src {
 		fillSide(sourceSide(a), &e.sourceLow, r, a)
 	}
@@ -102,6 +103,7 @@ func addStats(e *entry, r *flowrecord.Record, h half) (fresh bool, what arrival)
 	if !fresh {
 		return false, what
 	}
+	e.noteEnd(r, h)
 	if srcMove.moved() || dstMove.moved() {
 		e.settleCommonFrom()
 	}

@@ -248,7 +248,9 @@ func (t *Table) expire(e *entry, now time.Time, emit Emit) bool {
 		return now.UnixNano() >= e.inactiveDeadline
 	}
 	if now.UnixNano() >= e.inactiveDeadline {
-		if e.updated {
+		// The last export; it carries the end of the flow if a side
+		// reported it and no export did yet (the other side's never came).
+		if e.updated || (e.rec.EndReason == flowrecord.EndReasonEndOfFlow && !e.endSent) {
 			t.export(e, now, ReasonInactive, emit)
 		}
 		return true
@@ -339,7 +341,17 @@ func (t *Table) export(e *entry, now time.Time, why Reason, emit Emit) {
 		// Both Nodes reported it; they are named in the endpoints.
 		r.Reporter = flowrecord.Reporter{Side: flowrecord.SideBoth}
 	}
+	// One end of flow per connection: until every side that reported it
+	// ended, a periodic export is an active-timeout one; a last export
+	// (inactive, flush, eviction, replacement) carries the end when a side
+	// reported it.
+	reason := r.EndReason
+	if reason == flowrecord.EndReasonEndOfFlow && !e.allSidesEnded() && (why == ReasonReady || why == ReasonActiveTimeout || why == ReasonPairingTimeout) {
+		r.EndReason = flowrecord.EndReasonActiveTimeout
+	}
 	emit(r, why)
+	e.endSent = e.endSent || r.EndReason == flowrecord.EndReasonEndOfFlow
+	r.EndReason = reason
 	resetAfterExport(e)
 	e.updated = false
 	e.exported = true
