@@ -94,14 +94,21 @@ func (l *lab) gateway(mut func(*Config)) (processor.Logs, *consumertest.LogsSink
 	return p, sink, tel
 }
 
+// requestDeadline bounds every request a test sends, and so the
+// TokenReview it makes: no test waits on the API server forever.
+const requestDeadline = 30 * time.Second
+
 // sent is the context of a request that carried token, as the otlp receiver
-// with include_metadata makes it.
-func sent(token string) context.Context {
+// with include_metadata makes it, ending with the test or after
+// requestDeadline.
+func sent(t *testing.T, token string) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), requestDeadline)
+	t.Cleanup(cancel)
 	md := map[string][]string{}
 	if token != "" {
 		md["authorization"] = []string{"Bearer " + token}
 	}
-	return client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(md)})
+	return client.NewContext(ctx, client.Info{Metadata: client.NewMetadata(md)})
 }
 
 // record is a flow record reported by reporter, whose source (the
@@ -165,7 +172,7 @@ func TestNodeIdentity(t *testing.T) {
 	tok := l.token("flowtel", "flowtel-node", defaultAudience, l.pod)
 
 	own := record{"node-a", "node-a"}
-	require.NoError(t, p.ConsumeLogs(sent(tok), logs("node-a", own, record{"node-b", "node-b"}, record{"node-a", "node-b"}, own)))
+	require.NoError(t, p.ConsumeLogs(sent(t, tok), logs("node-a", own, record{"node-b", "node-b"}, record{"node-a", "node-b"}, own)))
 	require.Equal(t, 2, sink.LogRecordCount(), "node-a's two own records passed")
 	for _, ld := range sink.AllLogs() {
 		var r flowrecord.Record
@@ -177,7 +184,7 @@ func TestNodeIdentity(t *testing.T) {
 		}
 	}
 	// A whole request under another Node's resource: refused, an error back.
-	err := p.ConsumeLogs(sent(tok), logs("node-b", record{"node-b", "node-b"}))
+	err := p.ConsumeLogs(sent(t, tok), logs("node-b", record{"node-b", "node-b"}))
 	require.NoError(t, err, "refused records are counted; an authenticated sender gets no error")
 	assert.Equal(t, 2, sink.LogRecordCount())
 	assert.Equal(t, int64(2), counter(t, tel, accepted, ""))
@@ -201,7 +208,7 @@ func TestNodeIdentityRefusesSenders(t *testing.T) {
 		"of the node collectors' SA, unbound": {l.token("flowtel", "flowtel-node", defaultAudience, nil), "unbound_token"},
 	} {
 		before := counter(t, tel, refused, tc.reason)
-		err := p.ConsumeLogs(sent(tc.token), logs("node-a", record{"node-a", "node-a"}, record{"node-a", "node-a"}))
+		err := p.ConsumeLogs(sent(t, tc.token), logs("node-a", record{"node-a", "node-a"}, record{"node-a", "node-a"}))
 		require.Error(t, err, name)
 		assert.True(t, consumererror.IsPermanent(err), "%s: %v is not permanent", name, err)
 		assert.Equal(t, int64(2), counter(t, tel, refused, tc.reason)-before, "%s: refused records counted %s", name, tc.reason)
@@ -217,8 +224,8 @@ func TestNodeIdentityPodOnAnotherNode(t *testing.T) {
 	l := newLab(t)
 	p, sink, tel := l.gateway(nil)
 	onB := l.token("flowtel", "flowtel-node", defaultAudience, l.podOn("flowtel", "collector-b", "flowtel-node", "node-b"))
-	require.NoError(t, p.ConsumeLogs(sent(onB), logs("node-b", record{"node-b", "node-b"})))
-	require.NoError(t, p.ConsumeLogs(sent(onB), logs("node-b", record{"node-a", ""})))
+	require.NoError(t, p.ConsumeLogs(sent(t, onB), logs("node-b", record{"node-b", "node-b"})))
+	require.NoError(t, p.ConsumeLogs(sent(t, onB), logs("node-b", record{"node-a", ""})))
 	assert.Equal(t, 1, sink.LogRecordCount())
 	assert.Equal(t, int64(1), counter(t, tel, refused, "other_node"))
 }
@@ -231,7 +238,7 @@ func TestNodeIdentityCompact(t *testing.T) {
 	l := newLab(t)
 	p, sink, tel := l.gateway(nil)
 	tok := l.token("flowtel", "flowtel-node", defaultAudience, l.pod)
-	require.NoError(t, p.ConsumeLogs(sent(tok), encoded(compactcodec.Encode, "node-a",
+	require.NoError(t, p.ConsumeLogs(sent(t, tok), encoded(compactcodec.Encode, "node-a",
 		record{"node-a", "node-a"}, record{"node-b", "node-b"}, record{"node-a", ""})))
 	assert.Equal(t, 1, sink.LogRecordCount())
 	assert.Equal(t, int64(1), counter(t, tel, accepted, ""))
@@ -313,7 +320,7 @@ func TestNodeIdentityChecksEveryEndpoint(t *testing.T) {
 		} {
 			encode(r, lrs.AppendEmpty())
 		}
-		require.NoError(t, p.ConsumeLogs(sent(tok), ld))
+		require.NoError(t, p.ConsumeLogs(sent(t, tok), ld))
 		assert.Equal(t, 3, sink.LogRecordCount()-passed)
 		assert.Equal(t, int64(3), counter(t, tel, accepted, "")-before)
 	}

@@ -5,6 +5,7 @@ package nodeidentityprocessor
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,6 +37,10 @@ const (
 // apiProxy is a TLS reverse proxy in front of the real API server that
 // injects faults, and can stop listening (connection refused) and start
 // again on the same address: the API server unreachable, then back.
+//
+// No handler outlives the test: a stalled request returns when its client
+// gives up, when the proxy goes down, or when the test ends, whichever is
+// first, so closing the proxy cannot wait on it.
 type apiProxy struct {
 	t       *testing.T
 	target  *url.URL
@@ -42,7 +48,14 @@ type apiProxy struct {
 	srv     *httptest.Server
 	fault   atomic.Int32
 	forward *http.Transport
+	// release is closed, and replaced, when the proxy goes down or the
+	// test ends: stalled handlers return.
+	mu      sync.Mutex
+	release chan struct{}
 }
+
+// maxStall bounds a stalled request should nothing else end it.
+const maxStall = 20 * time.Second
 
 func newAPIProxy(t *testing.T, apiURL string) *apiProxy {
 	u, err := url.Parse(apiURL)
@@ -52,16 +65,26 @@ func newAPIProxy(t *testing.T, apiURL string) *apiProxy {
 	p.addr = p.srv.Listener.Addr().String()
 	t.Cleanup(func() {
 		if p.srv != nil {
-			p.srv.Close()
+			p.down()
 		}
 		p.forward.CloseIdleConnections()
 	})
 	return p
 }
 
+// released is closed when the stalls of the current listening period end.
+func (p *apiProxy) released() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.release
+}
+
 func (p *apiProxy) start(addr string) {
 	rp := httputil.NewSingleHostReverseProxy(p.target)
 	rp.Transport = p.forward
+	p.mu.Lock()
+	p.release = make(chan struct{})
+	p.mu.Unlock()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch fault(p.fault.Load()) {
 		case status503:
@@ -74,7 +97,19 @@ func (p *apiProxy) start(addr string) {
 				conn.Close()
 			}
 		case stall:
-			<-r.Context().Done()
+			// Read the request to its end first: only then does the
+			// server watch the connection, and cancel r.Context() when
+			// the client hangs up; a handler waiting on it unread would
+			// wait forever, and Close with it.
+			_, _ = io.Copy(io.Discard, r.Body)
+			timer := time.NewTimer(maxStall)
+			defer timer.Stop()
+			select {
+			case <-r.Context().Done():
+			case <-p.released():
+			case <-timer.C:
+				p.t.Errorf("a stalled request was still open after %v", maxStall)
+			}
 		default:
 			rp.ServeHTTP(w, r)
 		}
@@ -87,8 +122,14 @@ func (p *apiProxy) start(addr string) {
 	p.srv = srv
 }
 
-// down stops listening: connections are refused.
+// down stops listening: connections are refused. It stops accepting first,
+// then ends stalled handlers and closes every client connection, so Close
+// has nothing left to wait on.
 func (p *apiProxy) down() {
+	p.srv.Listener.Close()
+	p.mu.Lock()
+	close(p.release)
+	p.mu.Unlock()
 	p.srv.CloseClientConnections()
 	p.srv.Close()
 	p.srv = nil
@@ -135,7 +176,7 @@ func TestNodeIdentityAPIServerOutage(t *testing.T) {
 			proxy.down()
 		}
 		before := counter(t, tel, refused, "review_unavailable")
-		ctx, cancel := context.WithTimeout(sent(tok), 2*time.Second)
+		ctx, cancel := context.WithTimeout(sent(t, tok), 2*time.Second)
 		err := p.ConsumeLogs(ctx, logs("node-a", own, own, own))
 		cancel()
 		require.Error(t, err, tc.name)
@@ -151,7 +192,7 @@ func TestNodeIdentityAPIServerOutage(t *testing.T) {
 
 	// The API server answers again: the records the sender sends again pass.
 	proxy.fault.Store(int32(pass))
-	require.NoError(t, p.ConsumeLogs(sent(tok), logs("node-a", own, own, own)))
+	require.NoError(t, p.ConsumeLogs(sent(t, tok), logs("node-a", own, own, own)))
 	assert.Equal(t, 3, sink.LogRecordCount())
 	assert.Equal(t, int64(3), counter(t, tel, accepted, ""))
 }
