@@ -68,11 +68,6 @@ func (l lows) minus(o lows) lows {
 		minus(l.reversePackets, o.reversePackets), minus(l.reverseOctets, o.reverseOctets)}
 }
 
-// plus is l+o per counter.
-func (l lows) plus(o lows) lows {
-	return lows{l.packets + o.packets, l.octets + o.octets, l.reversePackets + o.reversePackets, l.reverseOctets + o.reverseOctets}
-}
-
 func (l lows) zero() bool { return l == lows{} }
 
 // maxLows is the higher of a and b, per counter.
