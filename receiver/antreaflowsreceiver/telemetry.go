@@ -21,6 +21,8 @@ var (
 	handshakeAttrs = map[string]metric.AddOption{}
 
 	dropConsumerError = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "consumer_error")))
+	dropSequenceGap   = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "sequence_gap")))
+	dropQueueFull     = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "queue_full")))
 )
 
 func init() {
