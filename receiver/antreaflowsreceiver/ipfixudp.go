@@ -1,8 +1,10 @@
 package antreaflowsreceiver
 
 import (
+	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"time"
@@ -68,24 +70,21 @@ func (r *antreaReceiver) serveUDP(pc net.PacketConn) {
 // processUDP decodes the queued datagrams and hands their records on.
 // Templates are kept per exporter address and expire after template_ttl
 // without being sent again; at most max_udp_exporters exporters are
-// remembered.
+// remembered (udpSessions).
 func (r *antreaReceiver) processUDP(q <-chan datagram) {
 	defer r.wg.Done()
 	ctx := context.Background()
-	sessions := map[netip.AddrPort]*session{}
-	defer func() {
-		for _, s := range sessions {
-			s.close()
-		}
-	}()
+	c := &r.cfg.IPFIX
+	sessions := newUDPSessions(c.MaxUDPExporters, c.UDPExporterIdle, func() *session {
+		return newBoundedSession(c.TemplateTTL, r.templates)
+	})
+	defer sessions.closeAll()
 	for d := range q {
-		s := sessions[d.from]
-		if s == nil {
-			if len(sessions) >= r.cfg.IPFIX.MaxUDPExporters {
-				forgetOldest(sessions)
-			}
-			s = newBoundedSession(r.cfg.IPFIX.TemplateTTL, r.templates)
-			sessions[d.from] = s
+		s, ok := sessions.get(d.from, time.Now())
+		if !ok {
+			r.refused(ctx, reasonExporterLimit, 1, fmt.Errorf("ipfix udp exporter %s: %d exporters remembered (ipfix.max_udp_exporters), none idle for ipfix.udp_exporter_idle (%s)",
+				d.from, c.MaxUDPExporters, c.UDPExporterIdle))
+			continue
 		}
 		r.handleDatagram(ctx, s, d)
 	}
@@ -113,18 +112,62 @@ func (r *antreaReceiver) handleDatagram(ctx context.Context, s *session, d datag
 	r.handleResult(ctx, res, viaUDP, false, from)
 }
 
-func forgetOldest(sessions map[netip.AddrPort]*session) {
-	var oldest netip.AddrPort
-	var at time.Time
-	for k, s := range sessions {
-		if at.IsZero() || s.lastSeen.Before(at) {
-			oldest, at = k, s.lastSeen
+// udpSessions are the UDP exporters' sessions by source address, most
+// recently heard first. Finding a session, remembering a new one and
+// forgetting the least recently heard are O(1). A new exporter when max are
+// remembered takes the place of the least recently heard only if that one
+// has been idle for idle: a flood of new (spoofable) sources cannot make the
+// receiver forget an exporter that is sending; they are refused instead.
+type udpSessions struct {
+	byAddr map[netip.AddrPort]*list.Element // of *udpSession
+	lru    list.List                        // front: most recently heard
+	max    int
+	idle   time.Duration
+	create func() *session
+}
+
+type udpSession struct {
+	addr  netip.AddrPort
+	s     *session
+	heard time.Time
+}
+
+func newUDPSessions(maxSessions int, idle time.Duration, create func() *session) *udpSessions {
+	return &udpSessions{byAddr: make(map[netip.AddrPort]*list.Element), max: maxSessions, idle: idle, create: create}
+}
+
+// get returns the session of the exporter at addr, heard at now; false when
+// it is new and no remembered one can make room for it.
+func (u *udpSessions) get(addr netip.AddrPort, now time.Time) (*session, bool) {
+	if e := u.byAddr[addr]; e != nil {
+		us := e.Value.(*udpSession)
+		us.heard = now
+		u.lru.MoveToFront(e)
+		return us.s, true
+	}
+	if len(u.byAddr) >= u.max {
+		e := u.lru.Back()
+		oldest := e.Value.(*udpSession)
+		if now.Sub(oldest.heard) < u.idle {
+			return nil, false
 		}
+		oldest.s.close()
+		delete(u.byAddr, oldest.addr)
+		u.lru.Remove(e)
 	}
-	if s := sessions[oldest]; s != nil {
-		s.close()
+	us := &udpSession{addr: addr, s: u.create(), heard: now}
+	u.byAddr[addr] = u.lru.PushFront(us)
+	return us.s, true
+}
+
+func (u *udpSessions) len() int { return len(u.byAddr) }
+
+func (u *udpSessions) closeAll() {
+	for e := u.lru.Front(); e != nil; e = e.Next() {
+		e.Value.(*udpSession).s.close()
 	}
-	delete(sessions, oldest)
+	clear(u.byAddr)
+	u.lru.Init()
 }
 
 // maxSequenceDomains bounds the observation domains whose sequence one UDP

@@ -90,7 +90,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverAntreaFlowsRefused, err = builder.meter.Int64Counter(
 		"otelcol_receiver_antrea_flows_refused",
-		metric.WithDescription("Input refused, one item at a time, by reason: an IPFIX message (malformed_message), an IPFIX data set (unknown_template), a gRPC request (malformed_message), an IPFIX template (template_limit) or a record (malformed_record, no_node, no_end). What else arrived with it is kept. [Development]"),
+		metric.WithDescription("Input refused, one item at a time, by reason: an IPFIX message (malformed_message), an IPFIX data set (unknown_template), a gRPC request (malformed_message, oversize_request), an IPFIX template (template_limit), an IPFIX UDP message (exporter_limit) or a record (malformed_record, no_node, no_end). What else arrived with it is kept. [Development]"),
 		metric.WithUnit("{item}"),
 	)
 	errs = errors.Join(errs, err)

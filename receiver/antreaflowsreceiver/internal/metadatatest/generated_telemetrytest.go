@@ -88,7 +88,7 @@ func AssertEqualReceiverAntreaFlowsRecordsReceived(t *testing.T, tt *componentte
 func AssertEqualReceiverAntreaFlowsRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_antrea_flows_refused",
-		Description: "Input refused, one item at a time, by reason: an IPFIX message (malformed_message), an IPFIX data set (unknown_template), a gRPC request (malformed_message), an IPFIX template (template_limit) or a record (malformed_record, no_node, no_end). What else arrived with it is kept. [Development]",
+		Description: "Input refused, one item at a time, by reason: an IPFIX message (malformed_message), an IPFIX data set (unknown_template), a gRPC request (malformed_message, oversize_request), an IPFIX template (template_limit), an IPFIX UDP message (exporter_limit) or a record (malformed_record, no_node, no_end). What else arrived with it is kept. [Development]",
 		Unit:        "{item}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
