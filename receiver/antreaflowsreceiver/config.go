@@ -64,9 +64,19 @@ type IPFIXConfig struct {
 	// TemplateTTL is how long a UDP exporter's template lives without being
 	// sent again (TCP and TLS templates live as long as their connection).
 	TemplateTTL time.Duration `mapstructure:"template_ttl"`
-	// MaxUDPExporters bounds the UDP exporters whose templates are kept;
-	// the one heard from least recently is forgotten first.
+	// MaxUDPExporters bounds the UDP exporters whose templates are kept.
+	// A new exporter beyond it takes the place of the one heard from least
+	// recently if that one has been idle for UDPExporterIdle; otherwise its
+	// message is refused and counted (exporter_limit).
 	MaxUDPExporters int `mapstructure:"max_udp_exporters"`
+	// UDPExporterIdle is how long a UDP exporter must have been silent
+	// before a new one may take its place.
+	UDPExporterIdle time.Duration `mapstructure:"udp_exporter_idle"`
+	// UDPQueueSize bounds the UDP datagrams read and waiting for the
+	// pipeline: one goroutine reads the socket, another decodes and hands
+	// records on. A datagram read while the queue is full is shed and
+	// counted (udp_datagrams_dropped, queue_full).
+	UDPQueueSize int `mapstructure:"udp_queue_size"`
 	// MaxTemplatesPerSession bounds the templates one session (a TCP or TLS
 	// connection, a UDP exporter) keeps; MaxTemplates those of all sessions.
 	// A template over either bound is refused and counted (template_limit).
@@ -99,7 +109,7 @@ const (
 func createDefaultConfig() *Config {
 	return &Config{
 		IPFIX: IPFIXConfig{Endpoint: ":4739", Transports: []string{transportTCP, transportUDP},
-			TemplateTTL: 30 * time.Minute, MaxUDPExporters: 10_000,
+			TemplateTTL: 30 * time.Minute, MaxUDPExporters: 10_000, UDPExporterIdle: time.Minute, UDPQueueSize: 1024,
 			MaxTemplatesPerSession: 64, MaxTemplates: 20_000},
 		GRPC: GRPCConfig{Endpoint: ":14739", MaxRecvMsgSize: 4 << 20},
 	}
@@ -137,6 +147,12 @@ func (c *Config) Validate() error {
 		}
 		if c.IPFIX.MaxTemplates <= 0 {
 			errs = append(errs, fmt.Errorf("ipfix.max_templates: must be positive (got %d); set a bound such as 20000", c.IPFIX.MaxTemplates))
+		}
+		if c.IPFIX.UDPExporterIdle <= 0 {
+			errs = append(errs, fmt.Errorf("ipfix.udp_exporter_idle: must be positive (got %s); set a duration such as 1m", c.IPFIX.UDPExporterIdle))
+		}
+		if c.IPFIX.UDPQueueSize <= 0 {
+			errs = append(errs, fmt.Errorf("ipfix.udp_queue_size: must be positive (got %d); set a bound such as 1024", c.IPFIX.UDPQueueSize))
 		}
 		if c.IPFIX.MaxUDPExporters <= 0 {
 			errs = append(errs, fmt.Errorf("ipfix.max_udp_exporters: must be positive (got %d); set a bound such as 10000", c.IPFIX.MaxUDPExporters))

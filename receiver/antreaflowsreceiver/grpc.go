@@ -70,10 +70,22 @@ func (s *exportService) Export(stream grpc.ClientStreamingServer[pb.ExportReques
 			return stream.SendAndClose(&pb.ExportResponse{})
 		}
 		if err != nil {
-			if st, ok := status.FromError(err); ok && st.Code() == codes.Internal {
-				// A request that does not unmarshal: gRPC ends the stream
-				// with it; the agent reconnects.
-				r.refused(ctx, reasonMalformedMessage, 1, err)
+			if st, ok := status.FromError(err); ok {
+				switch st.Code() {
+				case codes.Internal:
+					// A request that does not unmarshal: gRPC ends the
+					// stream with it; the agent reconnects.
+					r.refused(ctx, reasonMalformedMessage, 1, err)
+				case codes.ResourceExhausted:
+					// A request over max_recv_msg_size: gRPC does not read
+					// it and has already ended the stream with its own
+					// status (ResourceExhausted, "received message larger
+					// than max (<size> vs. <max>)"); what is returned here
+					// does not reach the client.
+					r.refused(ctx, reasonOversizeRequest, 1, err)
+					r.set.Logger.Warn("antrea_flows: gRPC ExportRequest over grpc.max_recv_msg_size refused; the stream ended",
+						zap.Int("max_recv_msg_size", r.cfg.GRPC.MaxRecvMsgSize), zap.Error(err))
+				}
 			}
 			return err
 		}

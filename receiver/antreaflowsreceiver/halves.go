@@ -25,6 +25,8 @@ const (
 	reasonNoNode           = "no_node"
 	reasonNoEnd            = "no_end"
 	reasonTemplateLimit    = "template_limit"
+	reasonExporterLimit    = "exporter_limit"
+	reasonOversizeRequest  = "oversize_request"
 )
 
 // refusal is a record the receiver does not turn into a half, and why.

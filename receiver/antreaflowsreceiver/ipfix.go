@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"slices"
 	"time"
 
@@ -134,6 +133,11 @@ func (r *antreaReceiver) handleMessage(ctx context.Context, s *session, msg []by
 		r.set.Logger.Warn("antrea_flows: IPFIX message refused", zap.Stringer("exporter", from), zap.Error(err))
 		return
 	}
+	r.handleResult(ctx, res, transport, authenticated, from)
+}
+
+// handleResult counts what decoding a message refused and delivers the rest.
+func (r *antreaReceiver) handleResult(ctx context.Context, res messageResult, transport transportName, authenticated bool, from net.Addr) {
 	for reason, n := range res.refused {
 		r.refused(ctx, reason, n, res.firstErr)
 	}
@@ -141,56 +145,4 @@ func (r *antreaReceiver) handleMessage(ctx context.Context, s *session, msg []by
 		r.set.Logger.Warn("antrea_flows: part of an IPFIX message refused", zap.Stringer("exporter", from), zap.Error(res.firstErr))
 	}
 	r.deliver(ctx, res.records, transport, authenticated)
-}
-
-// serveUDP reads IPFIX datagrams, one message each. Templates are kept per
-// exporter address and expire after template_ttl without being sent again;
-// at most max_udp_exporters exporters are remembered.
-func (r *antreaReceiver) serveUDP(pc net.PacketConn) {
-	defer r.wg.Done()
-	ctx := context.Background()
-	sessions := map[netip.AddrPort]*session{}
-	buf := make([]byte, 65535)
-	for {
-		n, from, err := pc.ReadFrom(buf)
-		if err != nil {
-			select {
-			case <-r.stop:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			continue
-		}
-		ua, ok := from.(*net.UDPAddr)
-		if !ok {
-			continue
-		}
-		key := ua.AddrPort()
-		s := sessions[key]
-		if s == nil {
-			if len(sessions) >= r.cfg.IPFIX.MaxUDPExporters {
-				forgetOldest(sessions)
-			}
-			s = newBoundedSession(r.cfg.IPFIX.TemplateTTL, r.templates)
-			sessions[key] = s
-		}
-		r.handleMessage(ctx, s, buf[:n], viaUDP, false, from)
-	}
-}
-
-func forgetOldest(sessions map[netip.AddrPort]*session) {
-	var oldest netip.AddrPort
-	var at time.Time
-	for k, s := range sessions {
-		if at.IsZero() || s.lastSeen.Before(at) {
-			oldest, at = k, s.lastSeen
-		}
-	}
-	if s := sessions[oldest]; s != nil {
-		s.close()
-	}
-	delete(sessions, oldest)
 }

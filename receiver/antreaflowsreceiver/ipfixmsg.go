@@ -34,7 +34,10 @@ func malformed(format string, a ...any) error {
 type msgHeader struct {
 	length     uint16
 	exportTime time.Time
-	domain     uint32
+	// sequence is the count of data records the exporter sent in the
+	// observation domain before this message, modulo 2^32 (RFC 7011 §3.1).
+	sequence uint32
+	domain   uint32
 }
 
 func readHeader(b []byte) (msgHeader, error) {
@@ -47,6 +50,7 @@ func readHeader(b []byte) (msgHeader, error) {
 	h := msgHeader{
 		length:     binary.BigEndian.Uint16(b[2:]),
 		exportTime: time.Unix(int64(binary.BigEndian.Uint32(b[4:])), 0),
+		sequence:   binary.BigEndian.Uint32(b[8:]),
 		domain:     binary.BigEndian.Uint32(b[12:]),
 	}
 	if h.length < msgHeaderLen {

@@ -29,6 +29,8 @@ type session struct {
 	// records is the scratch the message's records are decoded into.
 	records []agentRecord
 	limits  *templateLimits // nil: unbounded (tests of the decoder alone)
+	// seq follows the exporter's sequence numbers (UDP).
+	seq sequences
 }
 
 func newSession(ttl time.Duration) *session {
@@ -84,8 +86,13 @@ func templateKey(domain uint32, id uint16) uint64 { return uint64(domain)<<16 | 
 // messageResult is what decoding one message produced: the records to
 // deliver, and what was refused inside it.
 type messageResult struct {
-	header   msgHeader
-	records  []agentRecord
+	header  msgHeader
+	records []agentRecord
+	// framed is the data records the message holds, delivered or refused;
+	// unframed says some could not be counted (a data set of an unknown
+	// template, a record that does not fit its set).
+	framed   int
+	unframed bool
 	refused  map[string]int
 	firstErr error
 }
@@ -185,15 +192,20 @@ func (s *session) decode(msg []byte, now time.Time) (messageResult, error) {
 		t := s.lookup(templateKey(h.domain, id), now)
 		if t == nil {
 			res.refuse(reasonUnknownTemplate, malformed("data set of template %d, which the exporter has not announced in observation domain %d", id, h.domain))
+			res.unframed = true
 			continue
 		}
 		for len(set) >= t.minLen && len(set) > 0 {
 			s.records = append(s.records, agentRecord{})
 			a := &s.records[len(s.records)-1]
 			rest, bad, err := t.nextRecord(set, a)
+			if err == nil {
+				res.framed++
+			}
 			if err != nil {
 				s.records = s.records[:len(s.records)-1]
 				res.refuse(reasonMalformedRecord, err)
+				res.unframed = true
 				break // the rest of the set cannot be framed
 			}
 			if bad != nil {

@@ -21,13 +21,15 @@ var (
 	handshakeAttrs = map[string]metric.AddOption{}
 
 	dropConsumerError = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "consumer_error")))
+	dropSequenceGap   = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "sequence_gap")))
+	dropQueueFull     = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "queue_full")))
 )
 
 func init() {
 	for _, t := range []transportName{viaTCP, viaTLS, viaUDP, viaGRPC} {
 		transportAttrs[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("transport", string(t))))
 	}
-	for _, r := range []string{reasonMalformedMessage, reasonUnknownTemplate, reasonMalformedRecord, reasonNoNode, reasonNoEnd, reasonTemplateLimit} {
+	for _, r := range []string{reasonMalformedMessage, reasonUnknownTemplate, reasonMalformedRecord, reasonNoNode, reasonNoEnd, reasonTemplateLimit, reasonExporterLimit, reasonOversizeRequest} {
 		refusalAttrs[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
 	}
 	for _, r := range []string{handshakeNoCertificate, handshakeUnknownAuthority, handshakeExpired, handshakeBadCertificate, handshakeOther} {

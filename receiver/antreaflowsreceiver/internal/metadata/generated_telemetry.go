@@ -23,15 +23,16 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                              metric.Meter
-	mu                                 sync.Mutex
-	registrations                      []metric.Registration
-	ReceiverAntreaFlowsClientsRefused  metric.Int64Counter
-	ReceiverAntreaFlowsRecordsDropped  metric.Int64Counter
-	ReceiverAntreaFlowsRecordsEmitted  metric.Int64Counter
-	ReceiverAntreaFlowsRecordsReceived metric.Int64Counter
-	ReceiverAntreaFlowsRefused         metric.Int64Counter
-	ReceiverAntreaFlowsSessions        metric.Int64UpDownCounter
+	meter                                  metric.Meter
+	mu                                     sync.Mutex
+	registrations                          []metric.Registration
+	ReceiverAntreaFlowsClientsRefused      metric.Int64Counter
+	ReceiverAntreaFlowsRecordsDropped      metric.Int64Counter
+	ReceiverAntreaFlowsRecordsEmitted      metric.Int64Counter
+	ReceiverAntreaFlowsRecordsReceived     metric.Int64Counter
+	ReceiverAntreaFlowsRefused             metric.Int64Counter
+	ReceiverAntreaFlowsSessions            metric.Int64UpDownCounter
+	ReceiverAntreaFlowsUDPDatagramsDropped metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -71,7 +72,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverAntreaFlowsRecordsDropped, err = builder.meter.Int64Counter(
 		"otelcol_receiver_antrea_flows_records_dropped",
-		metric.WithDescription("Decoded records lost, by reason (consumer_error). [Development]"),
+		metric.WithDescription("Records lost, by reason: consumer_error (decoded, then refused by the next consumer), sequence_gap (never decoded: missing from an IPFIX UDP exporter's sequence numbers, whether the network, the socket or the receiver's queue lost them; counted when the exporter's next message arrives). [Development]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)
@@ -89,7 +90,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverAntreaFlowsRefused, err = builder.meter.Int64Counter(
 		"otelcol_receiver_antrea_flows_refused",
-		metric.WithDescription("Input refused, one item at a time, by reason: an IPFIX message (malformed_message), an IPFIX data set (unknown_template), a gRPC request (malformed_message), an IPFIX template (template_limit) or a record (malformed_record, no_node, no_end). What else arrived with it is kept. [Development]"),
+		metric.WithDescription("Input refused, one item at a time, by reason: an IPFIX message (malformed_message), an IPFIX data set (unknown_template), a gRPC request (malformed_message, oversize_request), an IPFIX template (template_limit), an IPFIX UDP message (exporter_limit) or a record (malformed_record, no_node, no_end). What else arrived with it is kept. [Development]"),
 		metric.WithUnit("{item}"),
 	)
 	errs = errors.Join(errs, err)
@@ -97,6 +98,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_antrea_flows_sessions",
 		metric.WithDescription("Agent sessions open (IPFIX TCP or TLS connections, gRPC streams). [Development]"),
 		metric.WithUnit("{session}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverAntreaFlowsUDPDatagramsDropped, err = builder.meter.Int64Counter(
+		"otelcol_receiver_antrea_flows_udp_datagrams_dropped",
+		metric.WithDescription("IPFIX UDP datagrams the receiver read and shed before decoding, by reason (queue_full). Their records are also counted in records_dropped (sequence_gap) when the exporter's next message arrives. [Development]"),
+		metric.WithUnit("{datagram}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

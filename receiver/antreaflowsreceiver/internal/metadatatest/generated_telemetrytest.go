@@ -40,7 +40,7 @@ func AssertEqualReceiverAntreaFlowsClientsRefused(t *testing.T, tt *componenttes
 func AssertEqualReceiverAntreaFlowsRecordsDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_antrea_flows_records_dropped",
-		Description: "Decoded records lost, by reason (consumer_error). [Development]",
+		Description: "Records lost, by reason: consumer_error (decoded, then refused by the next consumer), sequence_gap (never decoded: missing from an IPFIX UDP exporter's sequence numbers, whether the network, the socket or the receiver's queue lost them; counted when the exporter's next message arrives). [Development]",
 		Unit:        "{record}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -88,7 +88,7 @@ func AssertEqualReceiverAntreaFlowsRecordsReceived(t *testing.T, tt *componentte
 func AssertEqualReceiverAntreaFlowsRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_antrea_flows_refused",
-		Description: "Input refused, one item at a time, by reason: an IPFIX message (malformed_message), an IPFIX data set (unknown_template), a gRPC request (malformed_message), an IPFIX template (template_limit) or a record (malformed_record, no_node, no_end). What else arrived with it is kept. [Development]",
+		Description: "Input refused, one item at a time, by reason: an IPFIX message (malformed_message), an IPFIX data set (unknown_template), a gRPC request (malformed_message, oversize_request), an IPFIX template (template_limit), an IPFIX UDP message (exporter_limit) or a record (malformed_record, no_node, no_end). What else arrived with it is kept. [Development]",
 		Unit:        "{item}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -113,6 +113,22 @@ func AssertEqualReceiverAntreaFlowsSessions(t *testing.T, tt *componenttest.Tele
 		},
 	}
 	got, err := tt.GetMetric("otelcol_receiver_antrea_flows_sessions")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverAntreaFlowsUDPDatagramsDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_antrea_flows_udp_datagrams_dropped",
+		Description: "IPFIX UDP datagrams the receiver read and shed before decoding, by reason (queue_full). Their records are also counted in records_dropped (sequence_gap) when the exporter's next message arrives. [Development]",
+		Unit:        "{datagram}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_antrea_flows_udp_datagrams_dropped")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -25,6 +25,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverAntreaFlowsRecordsReceived.Add(context.Background(), 1)
 	tb.ReceiverAntreaFlowsRefused.Add(context.Background(), 1)
 	tb.ReceiverAntreaFlowsSessions.Add(context.Background(), 1)
+	tb.ReceiverAntreaFlowsUDPDatagramsDropped.Add(context.Background(), 1)
 	AssertEqualReceiverAntreaFlowsClientsRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -41,6 +42,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverAntreaFlowsSessions(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverAntreaFlowsUDPDatagramsDropped(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
