@@ -3,12 +3,18 @@
 package flowstreamexporter
 
 import (
+	"context"
+	"errors"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 )
@@ -53,6 +59,29 @@ func TestResumeOverTheWire(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"denied", "ext"}, ids(flows))
 
+	// A client built from Antrea's proto, over gRPC through authorization:
+	// StreamInfo (3) on the first response only, as Antrea means it; the
+	// token every response carries is not read as StreamInfo.
+	antrea := loadAntreaSchema(t)
+	resps := antreaOpen(t, c, tok, antrea, "ns-a")
+	var antreaIDs []string
+	for i, m := range resps {
+		ns, cw, ok := antrea.info(m)
+		if i == 0 {
+			require.True(t, ok, "the first response carries StreamInfo")
+			require.Equal(t, []string{"ns-a"}, ns)
+			require.False(t, cw)
+		} else {
+			require.False(t, ok, "response %d: StreamInfo is on the first response only, got %q %v", i, ns, cw)
+		}
+		list := m.Get(antrea.field(antrea.response, "flows")).List()
+		for j := 0; j < list.Len(); j++ {
+			f := list.Get(j).Message()
+			antreaIDs = append(antreaIDs, f.Get(f.Descriptor().Fields().ByName("id")).String())
+		}
+	}
+	require.Equal(t, []string{"ab", "denied", "ext"}, antreaIDs)
+
 	_, err = c.open(t, tok, nsA(&pb.ResumeToken{StreamEpoch: epoch, SequenceNumber: 4}))
 	requireCode(t, err, codes.InvalidArgument, "resume.sequence_number: 4 is at or beyond this stream's position (4 records written")
 	_, err = c.open(t, tok, nsA(&pb.ResumeToken{SequenceNumber: 1}))
@@ -87,4 +116,29 @@ func TestResumeOverTheWire(t *testing.T) {
 		got[v.AsString()] += dp.Value
 	}
 	require.Equal(t, map[string]int64{"resumed": 2, "reset": 1}, got)
+}
+
+// antreaOpen opens a history stream as an Antrea client does: Antrea's
+// method name, a request encoded with Antrea's schema, each response decoded
+// with it.
+func antreaOpen(t *testing.T, c *cluster, cred credential, s *antreaSchema, namespace string) []*dynamicpb.Message {
+	t.Helper()
+	req := dynamicpb.NewMessage(s.request)
+	req.Mutable(s.field(s.request, "namespaces")).List().Append(protoreflect.ValueOfString(namespace))
+	ctx, cancel := context.WithCancel(withToken(context.Background(), cred))
+	defer cancel()
+	st, err := c.conn(t, cred).NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService/GetFlows")
+	require.NoError(t, err)
+	require.NoError(t, st.SendMsg(req))
+	require.NoError(t, st.CloseSend())
+	var out []*dynamicpb.Message
+	for {
+		m := dynamicpb.NewMessage(s.response)
+		err := st.RecvMsg(m)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err)
+		out = append(out, m)
+	}
 }

@@ -107,13 +107,7 @@ func (s *service) GetFlows(req *pb.GetFlowsRequest, stream pb.FlowStreamService_
 		}
 		s.tel.ExporterFlowStreamResumes.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
 	}
-	info := &pb.StreamInfo{ClusterWide: q.scope.clusterWide}
-	if !q.scope.clusterWide {
-		info.AuthorizedNamespaces = []string{q.scope.namespace}
-	}
-	// The first response says the stream is live, where it starts and
-	// whether a resume fell back to the oldest record.
-	if err := stream.Send(&pb.GetFlowsResponse{Info: info, ResumeToken: s.ring.token(from), ResumeReset: reset}); err != nil {
+	if err := stream.Send(firstResponse(q, s.ring.token(from), reset)); err != nil {
 		return err
 	}
 	v := &viewer{access: s.access, user: u, scope: q.scope, verb: verb}
@@ -148,4 +142,15 @@ func (s *service) release(u *user) {
 	if s.perUser[u.name]--; s.perUser[u.name] <= 0 {
 		delete(s.perUser, u.name)
 	}
+}
+
+// firstResponse says the stream is live: its scope in info (Antrea's
+// StreamInfo, sent on this response only), where it starts and whether a
+// resume fell back to the oldest record.
+func firstResponse(q *query, tok *pb.ResumeToken, reset bool) *pb.GetFlowsResponse {
+	info := &pb.StreamInfo{ClusterWide: q.scope.clusterWide}
+	if !q.scope.clusterWide {
+		info.AuthorizedNamespaces = []string{q.scope.namespace}
+	}
+	return &pb.GetFlowsResponse{Info: info, ResumeToken: tok, ResumeReset: reset}
 }

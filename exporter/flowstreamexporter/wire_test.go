@@ -39,7 +39,7 @@ func TestWireRequestFieldNumbers(t *testing.T) {
 	tok = protowire.AppendString(tok, "epoch-1")
 	tok = protowire.AppendTag(tok, 2, protowire.VarintType) // sequence_number (int64: -1 is ten bytes)
 	tok = protowire.AppendVarint(tok, 1<<64-1)
-	b = protowire.AppendTag(b, 7, protowire.BytesType) // resume
+	b = protowire.AppendTag(b, 1000, protowire.BytesType) // resume (flowtel's own)
 	b = protowire.AppendBytes(b, tok)
 	var req pb.GetFlowsRequest
 	require.NoError(t, proto.Unmarshal(b, &req))
@@ -72,17 +72,17 @@ func TestWireResponseFieldNumbers(t *testing.T) {
 		b = b[l:]
 	}
 	require.Equal(t, []byte{9}, fields[2], "dropped_count = 2")
-	// resume_token = 3: ResumeToken{stream_epoch = 1, sequence_number = 2}, where
-	// Antrea's clients read it.
-	tok, _ := protowire.ConsumeBytes(fields[3])
+	// info = 3 (Antrea's, antrea#8276): StreamInfo{authorized_namespaces = 1}.
+	info, _ := protowire.ConsumeBytes(fields[3])
+	require.Equal(t, protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "ns-a"), info)
+	// resume_token = 1000 (flowtel's own, where Antrea's clients skip it):
+	// ResumeToken{stream_epoch = 1, sequence_number = 2}.
+	tok, _ := protowire.ConsumeBytes(fields[1000])
 	want := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "e")
 	want = protowire.AppendVarint(protowire.AppendTag(want, 2, protowire.VarintType), 300)
 	require.Equal(t, want, tok)
-	require.Equal(t, []byte{1}, fields[4], "resume_reset = 4")
-	// info = 100 (flowtel's own): StreamInfo{authorized_namespaces = 1}.
-	info, _ := protowire.ConsumeBytes(fields[100])
-	require.Equal(t, protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "ns-a"), info)
-	require.Len(t, fields, 5, "flows, dropped_count, resume_token, resume_reset, info")
+	require.Equal(t, []byte{1}, fields[1001], "resume_reset = 1001 (flowtel's own)")
+	require.Len(t, fields, 5, "flows, dropped_count, info, resume_token, resume_reset")
 	// flows = 1: Flow{k8s = 8: Kubernetes{source_disclosure = 36, destination_disclosure = 37}}.
 	flow, _ := protowire.ConsumeBytes(fields[1])
 	k8s := protowire.AppendTag(nil, 36, protowire.VarintType)
