@@ -150,3 +150,8 @@ func (ix *Index) nodeOfPodSubnet(addr netip.Addr) *node {
 	}
 	return nil
 }
+
+// NodeAddresses are a Node's own addresses as decision D1 defines its `node`
+// endpoints: its InternalIP and ExternalIP addresses and the gateway (first
+// host) address of each of its podCIDRs.
+func NodeAddresses(in *corev1.Node) []netip.Addr { return nodeFrom(in).addrs }

@@ -1,10 +1,12 @@
 package nodeidentityprocessor
 
 import (
+	"errors"
 	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
@@ -33,10 +35,19 @@ func TestCheck(t *testing.T) {
 	nodeB := flowrecord.Endpoint{Address: netip.MustParseAddr("192.168.0.2"), Kind: flowrecord.EndpointNode, NodeName: "node-b"}
 	nodeC := flowrecord.Endpoint{Address: netip.MustParseAddr("192.168.0.3"), Kind: flowrecord.EndpointNode, NodeName: "node-c"}
 	external := flowrecord.Endpoint{Address: netip.MustParseAddr("198.51.100.7"), Port: 50000, Kind: flowrecord.EndpointExternal}
-	masqueraded := func(r *flowrecord.Record) *flowrecord.Record {
-		r.ProxySNATAddress, r.ProxySNATPort = netip.MustParseAddr("192.168.0.2"), 40022
+	snatBy := func(r *flowrecord.Record, addr string) *flowrecord.Record {
+		r.ProxySNATAddress, r.ProxySNATPort = netip.MustParseAddr(addr), 40022
 		return r
 	}
+	masqueraded := func(r *flowrecord.Record) *flowrecord.Record { return snatBy(r, "192.168.0.2") }
+	toNodePort := func(r *flowrecord.Record, addr string) *flowrecord.Record {
+		r.OriginalDestinationAddress, r.OriginalDestinationPort = netip.MustParseAddr(addr), 30080
+		return r
+	}
+	nodeBAt := func(addr string) flowrecord.Endpoint {
+		return flowrecord.Endpoint{Address: netip.MustParseAddr(addr), Kind: flowrecord.EndpointNode, NodeName: "node-b"}
+	}
+	nodeBGateway := nodeBAt("10.244.2.1")
 	for name, tc := range map[string]struct {
 		r            *flowrecord.Record
 		reason, want string
@@ -81,9 +92,47 @@ func TestCheck(t *testing.T) {
 		// Another connection's key: a relay leg would fold it away.
 		"relay leg with another connection's key":   {withKey(masqueraded(rec("node-b", flowrecord.SideRelay, podA, podC, true)), "6|10.244.1.10:8080|10.244.3.10:8080"), "key_mismatch", ""},
 		"source half with another connection's key": {withKey(rec("node-b", flowrecord.SideSource, podB, podA, false), "6|10.244.1.10:8080|10.244.3.10:8080"), "key_mismatch", ""},
+
+		// Addresses used as node-b's own that are another Node's.
+		"node-b itself by its podCIDR gateway":            {keyed(rec("node-b", flowrecord.SideSource, nodeBGateway, podA, false)), "", ""},
+		"relay leg with another Node's SNAT address":      {keyed(snatBy(rec("node-b", flowrecord.SideRelay, podA, podC, true), "192.168.0.3")), "not_node_address", "192.168.0.3"},
+		"relay leg from another Node's NodePort address":  {keyed(masqueraded(toNodePort(rec("node-b", flowrecord.SideRelay, podA, podC, false), "192.168.0.3"))), "not_node_address", "192.168.0.3"},
+		"NodePort of another Node's address":              {keyed(toNodePort(rec("node-b", flowrecord.SideDestination, podA, podC, false), "192.168.0.3")), "not_node_address", "192.168.0.3"},
+		"NodePort of another Node's address, local Pod":   {keyed(toNodePort(rec("node-b", flowrecord.SideDestination, podA, podB, false), "192.168.0.3")), "not_node_address", "192.168.0.3"},
+		"ingress half with another Node's SNAT address":   {keyed(snatBy(rec("node-b", flowrecord.SideSource, external, podC, true), "192.168.0.3")), "not_node_address", "192.168.0.3"},
+		"node-b itself at another Node's address":         {keyed(rec("node-b", flowrecord.SideSource, nodeBAt("192.168.0.3"), podA, false)), "not_node_address", "192.168.0.3"},
+		"node-b itself as destination at another address": {keyed(rec("node-b", flowrecord.SideDestination, podA, nodeBAt("10.244.3.1"), false)), "not_node_address", "10.244.3.1"},
 	} {
-		reason, claim := check(tc.r, "node-b")
+		reason, claim, err := check(tc.r, "node-b", nodeBAddrs)
+		require.NoError(t, err, name)
 		assert.Equal(t, tc.reason, reason, name)
 		assert.Equal(t, tc.want, claim, name)
 	}
+}
+
+// TestCheckNodesUnknown: while node-b's addresses are not known, a record
+// that uses one is not judged (an error: the request comes again), and a
+// record that uses none is judged without them.
+func TestCheckNodesUnknown(t *testing.T) {
+	unknown := func() ([]netip.Addr, error) { return nil, errors.New("not synced") }
+	relay := &flowrecord.Record{Protocol: 6,
+		Source:                     flowrecord.Endpoint{Address: netip.MustParseAddr("10.244.1.10"), Port: 5000, Kind: flowrecord.EndpointPod, NodeName: "node-a"},
+		Destination:                flowrecord.Endpoint{Address: netip.MustParseAddr("10.244.3.10"), Port: 8080, Kind: flowrecord.EndpointPod, NodeName: "node-c"},
+		Reporter:                   flowrecord.Reporter{NodeName: "node-b", Side: flowrecord.SideRelay},
+		OriginalDestinationAddress: netip.MustParseAddr("192.168.0.2"), OriginalDestinationPort: 30080,
+		ProxySNATAddress: netip.MustParseAddr("192.168.0.2"), ProxySNATPort: 40022}
+	_, _, err := check(relay, "node-b", unknown)
+	require.Error(t, err)
+
+	half := &flowrecord.Record{Protocol: 6, Source: relay.Destination, Destination: relay.Source,
+		Reporter: flowrecord.Reporter{NodeName: "node-b", Side: flowrecord.SideSource}}
+	half.Source.NodeName = "node-b"
+	reason, _, err := check(half, "node-b", unknown)
+	require.NoError(t, err)
+	assert.Empty(t, reason)
+}
+
+// nodeBAddrs are node-b's addresses: InternalIP and its podCIDR's gateway.
+func nodeBAddrs() ([]netip.Addr, error) {
+	return []netip.Addr{netip.MustParseAddr("192.168.0.2"), netip.MustParseAddr("10.244.2.1")}, nil
 }

@@ -4,6 +4,7 @@ package nodeidentityprocessor
 
 import (
 	"context"
+	"fmt"
 
 	"net/netip"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
@@ -44,10 +46,26 @@ func newLab(t *testing.T) *lab {
 	ctx := context.Background()
 	cp.ServiceAccount(t, "flowtel", "flowtel-node")
 	cp.ServiceAccount(t, "default", "app")
-	for _, n := range []string{"node-a", "node-b"} {
-		_, err := cp.Admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+	// Each Node with an InternalIP and a podCIDR, as the kubelet and the
+	// node IPAM controller set them: its addresses (decision D1).
+	for i, n := range []string{"node-a", "node-b"} {
+		created, err := cp.Admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n},
+			Spec: corev1.NodeSpec{PodCIDR: fmt.Sprintf("10.244.%d.0/24", i+1), PodCIDRs: []string{fmt.Sprintf("10.244.%d.0/24", i+1)}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("192.168.0.%d", i+1)}}
+		_, err = cp.Admin.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
+	// The gateway's read-only ClusterRole as shipped (kustomize's; Helm and
+	// the Operator bind the gateway to the same rules): node_identity lists
+	// and watches Nodes with it.
+	cp.ApplyClusterRoles(t, "../../deploy/kubernetes/base/node/clusterrole.yaml")
+	_, err := cp.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "flowtel-gateway"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "flowtel-node"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "flowtel", Name: "flowtel-gateway"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 	l := &lab{t: t, cp: cp}
 	l.pod = l.podOn("flowtel", "collector", "flowtel-node", "node-a")
 	return l
@@ -300,6 +318,16 @@ func TestNodeIdentityChecksEveryEndpoint(t *testing.T) {
 	}
 	forgedKey := rec(flowrecord.SideRelay, podB, podC, true)
 	forgedKey.Key = "6|10.244.2.10:8080|10.244.3.10:8080" // node-b → node-c, direct
+	// A relay leg keyed by node-b's address as its SNAT address: it would
+	// fold away node-b's own connection 192.168.0.2:40022 → node-c's Pod.
+	forgedSNAT := rec(flowrecord.SideRelay, podB, podC, true)
+	forgedSNAT.ProxySNATAddress = netip.MustParseAddr("192.168.0.2")
+	forgedSNAT.Key = forgedSNAT.CorrelationKey()
+	// node-a's host (a Node endpoint) by its podCIDR gateway: passes; at
+	// node-b's address: not node-a's.
+	hostA := flowrecord.Endpoint{Address: netip.MustParseAddr("10.244.1.1"), Port: 5000, Kind: flowrecord.EndpointNode, NodeName: "node-a"}
+	hostAtB := hostA
+	hostAtB.Address = netip.MustParseAddr("192.168.0.2")
 
 	for _, encode := range []func(*flowrecord.Record, plog.LogRecord){attrcodec.Encode, compactcodec.Encode} {
 		before := counter(t, tel, accepted, "")
@@ -316,16 +344,21 @@ func TestNodeIdentityChecksEveryEndpoint(t *testing.T) {
 			rec(flowrecord.SideDestination, podA, podC, true), // other_node (a local client: not relayed)
 			rec(flowrecord.SideRelay, podB, podC, false),      // not_local (not DNATed)
 			rec(flowrecord.SideRelay, podA, podC, true),       // not_local (a local client)
-			forgedKey, // key_mismatch
+			forgedKey,  // key_mismatch
+			forgedSNAT, // not_node_address
+			rec(flowrecord.SideSource, hostA, podB, false),   // passes
+			rec(flowrecord.SideSource, hostAtB, podB, false), // not_node_address
 		} {
 			encode(r, lrs.AppendEmpty())
 		}
 		require.NoError(t, p.ConsumeLogs(sent(t, tok), ld))
-		assert.Equal(t, 3, sink.LogRecordCount()-passed)
-		assert.Equal(t, int64(3), counter(t, tel, accepted, "")-before)
+		assert.Equal(t, 4, sink.LogRecordCount()-passed)
+		assert.Equal(t, int64(4), counter(t, tel, accepted, "")-before)
 	}
 	assert.Equal(t, int64(4), counter(t, tel, refused, "other_node"))
 	assert.Equal(t, int64(4), counter(t, tel, refused, "not_local"))
 	assert.Equal(t, int64(2), counter(t, tel, refused, "key_mismatch"))
+	assert.Equal(t, int64(4), counter(t, tel, refused, "not_node_address"))
 	assert.Zero(t, counter(t, tel, refused, "undecodable"))
+	assert.Zero(t, counter(t, tel, refused, "nodes_unavailable"))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +40,16 @@ const (
 	refusedNotLocal = "not_local"
 	// refusedKeyMismatch: the record's correlation key is not its own.
 	refusedKeyMismatch = "key_mismatch"
+	// refusedNotNodeAddress: the record uses as its Node's own an address
+	// (the NodePort address of a DNATed connection from another Node, the
+	// SNAT address of a relay leg or ingress half, a node endpoint of the
+	// reporter) that is not one of the Node's (decision D1).
+	refusedNotNodeAddress = "not_node_address"
+	// refusedNodesUnavailable: a record uses an address of the sender's
+	// Node, and the gateway's Node cache does not know them yet (not
+	// synced, or the Node not seen yet): the request goes back to the
+	// sender with a retryable error, not lost.
+	refusedNodesUnavailable = "nodes_unavailable"
 	// refusedUnavailable: the TokenReview failed (API server unreachable,
 	// timing out, 5xx, 429): the records go back to the sender with a
 	// retryable error, not lost.
@@ -56,6 +68,9 @@ type nodeIdentity struct {
 	tel    *metadata.TelemetryBuilder
 	client clientFunc
 	rev    *reviewer
+	nodes  nodeAddresses
+	// nodeCache is nodes when start made it, shut down with the processor.
+	nodeCache *nodeCache
 
 	logMu   sync.Mutex
 	lastLog time.Time
@@ -75,10 +90,15 @@ func (p *nodeIdentity) start(context.Context, component.Host) error {
 		return err
 	}
 	p.rev = newReviewer(c, p.cfg, p.tel)
+	p.nodeCache = startNodeCache(c)
+	p.nodes = p.nodeCache
 	return nil
 }
 
 func (p *nodeIdentity) shutdown(context.Context) error {
+	if p.nodeCache != nil {
+		p.nodeCache.shutdown()
+	}
 	p.tel.Shutdown()
 	return nil
 }
@@ -109,7 +129,19 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 	}
 	var accepted int64
 	refused := map[string]int64{}
-	var firstClaim string
+	firstClaim := map[string]string{} // by reason
+	// The sender's Node's addresses, looked up once, for the first record
+	// that uses one; unavailable ends the request with a retryable error.
+	var own []netip.Addr
+	var ownErr, unavailable error
+	looked := false
+	ownAddrs := func() ([]netip.Addr, error) {
+		if !looked {
+			own, ownErr = p.nodes.addresses(ctx, node)
+			looked = true
+		}
+		return own, ownErr
+	}
 	// Either form a node collector sends (compact, as shipped, or
 	// attributes); each record is done with before the next, so the
 	// Decoder reuses its label maps.
@@ -122,18 +154,26 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 				k += int64(rl.ScopeLogs().At(i).LogRecords().Len())
 			}
 			refused[refusedOtherNode] += k
-			firstClaim = cmpOr(firstClaim, v.Str())
+			firstClaim[refusedOtherNode] = cmpOr(firstClaim[refusedOtherNode], v.Str())
 			return true
 		}
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				if unavailable != nil {
+					return false
+				}
 				if err := dec.Decode(lr, &rec); err != nil {
 					refused[refusedUndecodable]++
 					return true
 				}
-				if reason, claim := check(&rec, node); reason != "" {
+				reason, claim, err := check(&rec, node, ownAddrs)
+				if err != nil {
+					unavailable = err
+					return false
+				}
+				if reason != "" {
 					refused[reason]++
-					firstClaim = cmpOr(firstClaim, claim)
+					firstClaim[reason] = cmpOr(firstClaim[reason], claim)
 					return true
 				}
 				accepted++
@@ -143,16 +183,23 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 		})
 		return rl.ScopeLogs().Len() == 0
 	})
+	if unavailable != nil {
+		// Nothing of the request is judged: all of it comes again.
+		p.refuse(ctx, n, refusedNodesUnavailable, unavailable)
+		return ld, unavailable
+	}
 	p.tel.ProcessorNodeIdentityRecordsAccepted.Add(ctx, accepted)
 	for reason, k := range refused {
 		var err error
 		switch reason {
 		case refusedOtherNode:
-			err = fmt.Errorf("records of Node %s sent by the node collector of Node %s", firstClaim, node)
+			err = fmt.Errorf("records of Node %s sent by the node collector of Node %s", firstClaim[reason], node)
 		case refusedNotLocal:
 			err = fmt.Errorf("records of no connection of Node %s sent by its node collector", node)
 		case refusedKeyMismatch:
 			err = fmt.Errorf("records with another connection's correlation key sent by the node collector of Node %s", node)
+		case refusedNotNodeAddress:
+			err = fmt.Errorf("records using %s as an address of Node %s, which is not one of its addresses (InternalIP, ExternalIP, podCIDR gateway), sent by its node collector", firstClaim[reason], node)
 		default:
 			err = fmt.Errorf("records that are not flow records sent by the node collector of Node %s", node)
 		}
@@ -165,7 +212,10 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 }
 
 // check says why node's collector may not send r ("" when it may), and
-// the Node it claimed instead of node, if any. Every endpoint the record
+// the Node (or, for not_node_address, the address) it claimed instead of
+// node's, if any. own gives node's addresses (decision D1); it is called only
+// for a record that uses one, and its error (the addresses are not known
+// yet) is check's: the record is not judged. Every endpoint the record
 // claims is checked, as k8s_flow decides a record's side
 // (processor/k8sflowprocessor, classify.go):
 //
@@ -180,13 +230,19 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 //   - a relay leg is the onward leg of a connection node DNATed for a client
 //     on another Node to an endpoint on a third Node (k8s_flow's relayLeg);
 //   - a record with no side must have an endpoint on node;
+//   - the addresses the record uses as node's own must be node's: a Node
+//     endpoint of node; the pre-DNAT destination of a connection from a
+//     client on another Node that node DNATed (a destination half, keyed by
+//     it, or a relay leg: the NodePort address the client sent to); the
+//     SNAT address of a relay leg, or of the ingress Node's source half
+//     (keyed by it: node's masquerade, towards the endpoint's Node);
 //   - the correlation key, when sent, must be the record's own
 //     (flowrecord.CorrelationKey): flow_correlation pairs by the key it is
 //     sent, so a made-up key would pair with, or as a relay leg fold away,
 //     a connection between other Nodes.
-func check(r *flowrecord.Record, node string) (reason, claim string) {
+func check(r *flowrecord.Record, node string, own func() ([]netip.Addr, error)) (reason, claim string, err error) {
 	if r.Reporter.NodeName != node {
-		return refusedOtherNode, cmpOr(r.Reporter.NodeName, "(none)")
+		return refusedOtherNode, cmpOr(r.Reporter.NodeName, "(none)"), nil
 	}
 	src, dst := &r.Source, &r.Destination
 	local := func(e *flowrecord.Endpoint) bool { return e.NodeName == node }
@@ -213,7 +269,7 @@ func check(r *flowrecord.Record, node string) (reason, claim string) {
 	case flowrecord.SideRelay:
 		ok = relayed && dst.Kind.InCluster() && dst.NodeName != "" && !local(dst)
 		if !ok {
-			return refusedNotLocal, ""
+			return refusedNotLocal, "", nil
 		}
 	default:
 		ok, claimed = local(src) || local(dst), src
@@ -223,14 +279,40 @@ func check(r *flowrecord.Record, node string) (reason, claim string) {
 	}
 	if !ok {
 		if claimed.NodeName != "" && claimed.NodeName != node {
-			return refusedOtherNode, claimed.NodeName
+			return refusedOtherNode, claimed.NodeName, nil
 		}
-		return refusedNotLocal, ""
+		return refusedNotLocal, "", nil
+	}
+	// The addresses r uses as node's own (at most four).
+	var uses [4]netip.Addr
+	used := uses[:0]
+	for _, e := range []*flowrecord.Endpoint{src, dst} {
+		if e.Kind == flowrecord.EndpointNode && local(e) {
+			used = append(used, e.Address)
+		}
+	}
+	side := r.Reporter.Side
+	if relayed && (side == flowrecord.SideDestination || side == flowrecord.SideRelay) {
+		used = append(used, r.OriginalDestinationAddress)
+	}
+	if r.KeyedBySNAT() && (side == flowrecord.SideRelay || ingress) {
+		used = append(used, r.ProxySNATAddress)
+	}
+	if len(used) > 0 {
+		addrs, err := own()
+		if err != nil {
+			return "", "", err
+		}
+		for _, a := range used {
+			if !slices.Contains(addrs, a.Unmap()) {
+				return refusedNotNodeAddress, a.Unmap().String(), nil
+			}
+		}
 	}
 	if r.Key != "" && r.Key != r.CorrelationKey() {
-		return refusedKeyMismatch, ""
+		return refusedKeyMismatch, "", nil
 	}
-	return "", ""
+	return "", "", nil
 }
 
 // senderNode is the Node of the request's sender, from its bearer token.

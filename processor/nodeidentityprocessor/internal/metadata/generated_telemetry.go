@@ -69,7 +69,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorNodeIdentityRecordsRefused, err = builder.meter.Int64Counter(
 		"otelcol_processor_node_identity_records_refused",
-		metric.WithDescription("Flow records refused, by reason (no_token, invalid_token, not_allowed, unbound_token, other_node, not_local, key_mismatch, undecodable; review_unavailable, returned to the sender with a retryable error). [Development]"),
+		metric.WithDescription("Flow records refused, by reason (no_token, invalid_token, not_allowed, unbound_token, other_node, not_local, key_mismatch, not_node_address, undecodable; review_unavailable and nodes_unavailable, returned to the sender with a retryable error). [Development]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

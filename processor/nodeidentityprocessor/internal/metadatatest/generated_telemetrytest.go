@@ -40,7 +40,7 @@ func AssertEqualProcessorNodeIdentityRecordsAccepted(t *testing.T, tt *component
 func AssertEqualProcessorNodeIdentityRecordsRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_node_identity_records_refused",
-		Description: "Flow records refused, by reason (no_token, invalid_token, not_allowed, unbound_token, other_node, not_local, key_mismatch, undecodable; review_unavailable, returned to the sender with a retryable error). [Development]",
+		Description: "Flow records refused, by reason (no_token, invalid_token, not_allowed, unbound_token, other_node, not_local, key_mismatch, not_node_address, undecodable; review_unavailable and nodes_unavailable, returned to the sender with a retryable error). [Development]",
 		Unit:        "{record}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
