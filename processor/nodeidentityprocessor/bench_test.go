@@ -47,6 +47,7 @@ func BenchmarkNodeIdentity(b *testing.B) {
 				r := flowrecordtest.NodeHalf()
 				r.Reporter.NodeName, r.Reporter.Side, r.Source.NodeName = "node-a", flowrecord.SideSource, "node-a"
 				r.Source.Port = uint16(10000 + i)
+				r.Key = r.CorrelationKey() // the key follows the tuple (node_identity checks it)
 				form.encode(r, lrs.AppendEmpty())
 			}
 			benchcpu.Loop(b, func() {

@@ -18,6 +18,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flowtel/flowtel/distributions"
 	"github.com/flowtel/flowtel/testbed/chserver"
@@ -258,6 +260,9 @@ func startBed(t testing.TB, opt options) *bed {
 	t.Log("bed: sinks (ClickHouse, IPFIX) and flowtel's collectors")
 	b.ch = chserver.Start(t, chserver.Options{})
 	sinks := gatewaySinks{clickhouse: b.ch.Endpoint(), identity: cp.DelegatingServiceAccount(t, "flowtel", "flowtel-gateway", false)}
+	// As shipped, the gateway may read Nodes (node_identity checks the
+	// addresses a record uses as its Node's own against them).
+	allowNodeReads(t, cp, "flowtel", "flowtel-gateway")
 	if opt.asShipped {
 		opt.nodeStorage = true
 		opt.conntrackExtra += ", denied: {}"
@@ -736,4 +741,23 @@ func (b *bed) checkSinks(t *testing.T, cases []Case, timeout time.Duration) {
 			}
 		}
 	}
+}
+
+// allowNodeReads lets ServiceAccount namespace/name get, list and watch
+// Nodes, as the shipped gateway may (its binding to the node ClusterRole).
+func allowNodeReads(t testing.TB, cp *controlplane.ControlPlane, namespace, name string) {
+	t.Helper()
+	ctx := context.Background()
+	role := "flowtel-e2e-node-reader"
+	_, err := cp.Admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: role},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cp.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role + "-" + name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: name}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 }
