@@ -406,7 +406,10 @@ func gatewayOverlay(otlpPort int, sinks gatewaySinks) string {
 	receivers, antrea := "[otlp]", ""
 	if sinks.antreaIPFIX != "" {
 		receivers = "[otlp, antrea_flows]"
-		antrea = fmt.Sprintf("  antrea_flows: {ipfix: {endpoint: %q, transports: [tcp]}, grpc: {endpoint: \"\"}}\n", sinks.antreaIPFIX)
+		// As shipped: IPFIX over TLS, each agent's client certificate
+		// required (the bed's agents present the node certificate).
+		antrea = fmt.Sprintf("  antrea_flows: {ipfix: {endpoint: %q, transports: [tcp]}, grpc: {endpoint: \"\"},\n"+
+			"    tls: {cert_file: \"${env:FLOWTEL_TLS_CERT_FILE}\", key_file: \"${env:FLOWTEL_TLS_KEY_FILE}\", client_ca_file: \"${env:FLOWTEL_TLS_CLIENT_CA_FILE}\"}}\n", sinks.antreaIPFIX)
 	}
 	return fmt.Sprintf(`
 extensions:
@@ -464,7 +467,8 @@ func nodeOverlay(n *netlab.Node, kubeconfig string, gateways []string, opt optio
 		// domain (FNV-1 of the Node's name), one record per message.
 		h := fnv.New32()
 		_, _ = h.Write([]byte(n.Name))
-		tapExp += fmt.Sprintf("  ipfix/agent: {endpoint: %q, transport: tcp, record_layout: agent, observation_domain_id: %d, sending_queue: {batch: {flush_timeout: 200ms, min_size: 1}}}\n",
+		tapExp += fmt.Sprintf("  ipfix/agent: {endpoint: %q, transport: tls, record_layout: agent, observation_domain_id: %d, sending_queue: {batch: {flush_timeout: 200ms, min_size: 1}},\n"+
+			"    tls: {ca_file: \"${env:FLOWTEL_GATEWAY_CA_FILE}\", cert_file: \"${env:FLOWTEL_TLS_CERT_FILE}\", key_file: \"${env:FLOWTEL_TLS_KEY_FILE}\", server_name_override: flowtel-gateway.flowtel.svc}}\n",
 			opt.agentEndpoint, h.Sum32())
 		exporters = strings.Replace(exporters, "load_balancing", "ipfix/agent", 1)
 	}
