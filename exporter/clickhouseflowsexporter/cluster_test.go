@@ -15,7 +15,9 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
 	"github.com/flowtel/flowtel/internal/flowrecord"
@@ -37,6 +39,7 @@ func TestCluster(t *testing.T) {
 	t.Run("OlderFlowtelSchema", func(t *testing.T) { testClusterOlderFlowtelSchema(t, c) })
 	t.Run("NotDistributed", func(t *testing.T) { testClusterNotDistributed(t, c) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { testClusterConcurrentWriters(t, c) })
+	t.Run("DedupWindow", func(t *testing.T) { testClusterDedupWindow(t, c) })
 }
 
 // clusterConfig is testConfig on srv with the cluster set.
@@ -306,8 +309,8 @@ func testClusterConcurrentWriters(t *testing.T, c *chserver.Cluster) {
 // A replica, then a whole shard, stop while an exporter streams records:
 // inserts fail and are retried (and counted), and once the servers are back
 // every connection is there exactly once, on both replicas of its shard.
-// The shard's outage fails inserts whose other shard's part was written
-// already: their retry is recognised as a duplicate there.
+// (On 18.16 the shard's outage fails inserts before the other shard commits
+// its part: see testClusterDedupWindow.)
 func testClusterServersDown(t *testing.T, c *chserver.Cluster) {
 	cfg := clusterConfig(c.Servers[0][0], "outage")
 	q := cfg.QueueConfig.Get()
@@ -363,4 +366,144 @@ func testClusterNotDistributed(t *testing.T, c *chserver.Cluster) {
 	exec(t, conn, flowtable.CreateTable("plain", "flows", 0))
 	wantAll(t, startErr(t, clusterConfig(c.Servers[0][0], "plain")),
 		"table: cluster is set, but `plain`.`flows` is not a Distributed table (got engine \"MergeTree", "point table at the Distributed table")
+}
+
+// withFastCleanup is a replicated table's DDL with its cleanup every
+// second: ClickHouse forgets the blocks beyond replicated_deduplication_window
+// in a cleanup that runs every 30-40 s by default.
+func withFastCleanup(stmt string) string {
+	const fast = "cleanup_delay_period = 1, cleanup_delay_period_random_add = 0"
+	if !strings.Contains(stmt, "ENGINE = Replicated") {
+		return stmt
+	}
+	if strings.Contains(stmt, "\nSETTINGS ") {
+		return strings.Replace(stmt, "\nSETTINGS ", "\nSETTINGS "+fast+", ", 1)
+	}
+	return stmt + "\nSETTINGS " + fast
+}
+
+// shard1Conns are n connection numbers of writer (connRecord) whose rows
+// the sharding key sends to the first shard.
+func shard1Conns(t *testing.T, conn driver.Conn, writer, n int) []int {
+	t.Helper()
+	q := fmt.Sprintf("SELECT number FROM system.numbers WHERE cityHash64("+
+		"concat('10.%d.', toString(intDiv(number, 256)), '.', toString(number %% 256)), '10.10.0.9', "+
+		"toUInt16(10000 + number), toUInt16(8080), toUInt8(6)) %% 2 = 0 LIMIT %d", writer, n)
+	rows, err := conn.Query(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v uint64
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, int(v))
+	}
+	return out
+}
+
+// The deduplication window (issue 42.13): could a batch that a shard took
+// before the insert failed elsewhere be retried after more than
+// replicated_deduplication_window (default 100) other blocks reached that
+// shard, and be written there twice? Not during a shard outage on
+// ClickHouse 18.16: with insert_distributed_sync a shard that is down fails
+// the whole insert before any shard commits its part (each shard's rows are
+// committed only once every shard has received its own), and it fails every
+// other gateway's insert too, even one with no rows for that shard. So no
+// block reaches shard 1 while shard 2 is down, and once it is back gateway
+// A's retried batch is there once.
+func testClusterDedupWindow(t *testing.T, c *chserver.Cluster) {
+	const db, nA = "dedupwin", 20
+	conn := client(t, c.Servers[0][0])
+	cl := flowtable.Cluster{Name: testCluster, Database: db}
+	onCluster(t, conn, cl.CreateDatabase())
+	// flowtel's schema as the exporter creates it, cleaned up every second.
+	stmts := append([]string{cl.CreateLocalTable("flows", 0), cl.CreateDistributed("flows", flowtable.ShardingKey)}, cl.ViewStatements("flows", 0)...)
+	for _, st := range stmts {
+		onCluster(t, conn, withFastCleanup(st))
+	}
+
+	cfgA := clusterConfig(c.Servers[0][0], db)
+	b := cfgA.QueueConfig.Get().Batch.Get()
+	b.FlushTimeout, b.MinSize = 100*time.Millisecond, 100
+	a, ttA := startExporter(t, cfgA)
+	cfgB := clusterConfig(c.Servers[0][1], db)
+	cfgB.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]() // one ConsumeLogs, one insert, one block
+	cfgB.RetryConfig.Enabled = false
+	gwB, ttB := startExporter(t, cfgB)
+	written := func(tt *componenttest.Telemetry) int64 {
+		return metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_written", "")
+	}
+	rowsA := func() uint64 {
+		var n uint64
+		for _, srv := range c.Servers[0] {
+			n += count(t, client(t, srv), "SELECT count() FROM "+db+".flows_local WHERE sourceIP LIKE '10.1.%'")
+		}
+		return n
+	}
+
+	connsB := shard1Conns(t, conn, 2, 2)
+	wantBytes := uint64(connsB[0] + 1)
+	if err := gwB.ConsumeLogs(context.Background(), logsOf("c", connRecord(2, connsB[0]))); err != nil {
+		t.Fatalf("gateway B: %v", err)
+	}
+	if n := count(t, client(t, c.Servers[1][0]), "SELECT count() FROM "+db+".flows_local"); n != 0 {
+		t.Fatalf("gateway B's row went to shard 2")
+	}
+
+	shard2 := c.Servers[1]
+	shard2[0].Stop()
+	shard2[1].Stop()
+	recsA := make([]*flowrecord.Record, nA)
+	for i := range recsA {
+		recsA[i] = connRecord(1, i)
+		wantBytes += uint64(i + 1)
+	}
+	if err := a.ConsumeLogs(context.Background(), logsOf("c", recsA...)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "gateway A's insert failing", func() bool {
+		return metricSum(t, ttA, "otelcol_exporter_clickhouse_flows_rows_insert_failed", "") > 0
+	})
+	time.Sleep(time.Second)
+	if n := rowsA(); n != 0 {
+		t.Fatalf("shard 1 kept %d rows of gateway A's failed insert", n)
+	}
+	t.Logf("gateway A's batch of %d rows failed with shard 2 down; shard 1 kept none of them", nA)
+
+	// Nor can gateway B write blocks to shard 1 meanwhile: its batch, all
+	// of whose rows go to shard 1, fails the same way.
+	if err := gwB.ConsumeLogs(context.Background(), logsOf("c", connRecord(2, connsB[1]))); err == nil {
+		t.Fatal("gateway B wrote with shard 2 down")
+	}
+	if n := count(t, conn, "SELECT count() FROM "+db+".flows_local"); n != 1 {
+		t.Fatalf("shard 1 has %d rows, want gateway B's first one", n)
+	}
+	t.Log("gateway B's batch for shard 1 only failed too; shard 1 kept nothing")
+
+	shard2[0].Restart()
+	shard2[1].Restart()
+	waitFor(t, 60*time.Second, "gateway A's batch written", func() bool { return written(ttA) == nA })
+	if n := written(ttB); n != 1 {
+		t.Errorf("gateway B wrote %d rows, want 1", n)
+	}
+	for _, replicas := range c.Servers {
+		for _, srv := range replicas {
+			for _, table := range []string{"flows_local", "pod_view_table_local"} {
+				exec(t, client(t, srv), "SYSTEM SYNC REPLICA "+db+"."+table)
+			}
+		}
+	}
+	if n := count(t, conn, "SELECT count() FROM "+db+".flows WHERE sourceIP LIKE '10.1.%'"); n != nA {
+		t.Errorf("gateway A's batch: %d rows, want %d", n, nA)
+	}
+	if n := count(t, conn, "SELECT count() FROM "+db+".flows"); n != nA+1 {
+		t.Errorf("%d rows, want %d", n, nA+1)
+	}
+	if n := count(t, conn, "SELECT sum(octetDeltaCount) FROM "+db+".flows_pod_view"); n != wantBytes {
+		t.Errorf("the pod view sums %d bytes, want %d", n, wantBytes)
+	}
 }
