@@ -64,7 +64,7 @@ func (nc *nodeCache) addresses(ctx context.Context, node string) ([]netip.Addr, 
 	}
 	n, err := nc.lister.Get(node)
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("Node %s is not in the gateway's Node cache yet; send again later", node)
+		return nil, fmt.Errorf("the gateway's Node cache has no Node %s yet; send again later", node)
 	}
 	if err != nil {
 		return nil, err
