@@ -92,7 +92,7 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 		{Watched[0], in.podFactory.Core().V1().Pods().Informer(), stripPod(ix.opts.PodLabels || ix.opts.NetworkPolicies, ix.opts.NetworkPolicies),
 			func(o any) { ix.upsertPod(asPodObject(o)) },
 			func(o any) { ix.deletePod(asPodObject(o)) }},
-		{Watched[1], in.factory.Core().V1().Nodes().Informer(), stripNode,
+		{Watched[1], in.factory.Core().V1().Nodes().Informer(), StripNode,
 			func(o any) { ix.upsertNode(o.(*corev1.Node)) },
 			func(o any) { ix.deleteNode(o.(*corev1.Node).Name) }},
 		{Watched[2], in.factory.Core().V1().Services().Informer(), stripService,

@@ -17,8 +17,10 @@ type node struct {
 	podCIDRs []netip.Prefix
 }
 
-// stripNode keeps name, UID, podCIDRs and addresses.
-func stripNode(obj any) (any, error) {
+// StripNode is an informer transform that keeps of a Node what flowtel
+// reads (name, UID, podCIDRs, InternalIP/ExternalIP addresses): a Node
+// object carries much more (images, conditions).
+func StripNode(obj any) (any, error) {
 	in, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil

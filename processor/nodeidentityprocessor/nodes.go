@@ -6,9 +6,7 @@ import (
 	"net/netip"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	listersv1 "k8s.io/client-go/listers/core/v1"
@@ -38,7 +36,7 @@ type nodeCache struct {
 }
 
 func startNodeCache(c kubernetes.Interface) *nodeCache {
-	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithTransform(stripNode))
+	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithTransform(k8sindex.StripNode))
 	nodes := f.Core().V1().Nodes()
 	nc := &nodeCache{factory: f, informer: nodes.Informer(), lister: nodes.Lister(), stop: make(chan struct{})}
 	f.Start(nc.stop)
@@ -70,23 +68,4 @@ func (nc *nodeCache) addresses(ctx context.Context, node string) ([]netip.Addr, 
 		return nil, err
 	}
 	return k8sindex.NodeAddresses(n), nil
-}
-
-// stripNode keeps a Node's name, podCIDRs and InternalIP/ExternalIP
-// addresses: a Node object carries much more (images, conditions).
-func stripNode(obj any) (any, error) {
-	in, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	out := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: in.Name, UID: in.UID, ResourceVersion: in.ResourceVersion},
-		Spec:       corev1.NodeSpec{PodCIDR: in.Spec.PodCIDR, PodCIDRs: in.Spec.PodCIDRs},
-	}
-	for _, a := range in.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP {
-			out.Status.Addresses = append(out.Status.Addresses, a)
-		}
-	}
-	return out, nil
 }

@@ -49,34 +49,9 @@ func (n *nodeAddrs) own(node string, addr netip.Addr) (uid string, ok bool) {
 }
 
 func (n *nodeAddrs) set(in *corev1.Node) {
-	info := nodeInfo{uid: string(in.UID)}
-	add := func(a netip.Addr) {
-		if a.IsValid() && !slices.Contains(info.addrs, a) {
-			info.addrs = append(info.addrs, a)
-		}
-	}
-	for _, a := range in.Status.Addresses {
-		if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
-			continue
-		}
-		if ip, err := netip.ParseAddr(a.Address); err == nil {
-			add(ip.Unmap())
-		}
-	}
-	cidrs := in.Spec.PodCIDRs
-	if len(cidrs) == 0 && in.Spec.PodCIDR != "" {
-		cidrs = []string{in.Spec.PodCIDR}
-	}
-	for _, c := range cidrs {
-		p, err := netip.ParsePrefix(c)
-		if err != nil {
-			continue
-		}
-		if p.Addr().Is4In6() {
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-		}
-		add(k8sindex.GatewayAddress(p))
-	}
+	// The Node's addresses as decision D1 defines them, from the one place
+	// that does (its InternalIP/ExternalIP and each podCIDR's gateway address).
+	info := nodeInfo{uid: string(in.UID), addrs: k8sindex.NodeAddresses(in)}
 	n.mu.Lock()
 	n.nodes[in.Name] = info
 	n.mu.Unlock()
