@@ -65,10 +65,12 @@ func parseDockerfile(file, text, contextDir string) (Image, error) {
 		return Image{}, fmt.Errorf("%s: no FROM", file)
 	}
 	for _, in := range instrs[:final] {
-		if in.keyword == "FROM" {
-			if f := strings.Fields(in.args); len(f) == 3 && strings.EqualFold(f[1], "AS") {
-				stages[strings.ToLower(f[2])] = f[0]
-			}
+		if in.keyword != "FROM" {
+			continue
+		}
+		f := slices.DeleteFunc(strings.Fields(in.args), func(s string) bool { return strings.HasPrefix(s, "--") }) // --platform
+		if len(f) == 3 && strings.EqualFold(f[1], "AS") {
+			stages[strings.ToLower(f[2])] = f[0]
 		}
 	}
 

@@ -50,16 +50,23 @@ func BuildGoImage(ctx context.Context, outDir, pkg, name string) (Image, error) 
 // 65535:65535 like the upstream pause image: it needs no privilege.
 func Pause(ctx context.Context, outDir string) (Image, error) {
 	img, err := BuildGoImage(ctx, outDir, module+"/testbed/kube/images/cmd/pause", PauseImageName)
+	if err != nil {
+		return Image{}, err
+	}
 	img.User = "65535:65535"
-	return img, err
+	return img, nil
 }
 
 // Echo builds the traffic endpoint image (cmd/echo) into outDir. Its default
-// command is the server; `echo client ...` as the command makes it a client.
-// It runs as root so tests may also give it host ports and capabilities.
+// command (CMD) is the server; a Pod's args [client, --tcp, HOST:PORT, --bytes,
+// N] make it a client, as does `kubectl exec POD -- /echo client ...`. It runs
+// as root so tests may also give it host ports and capabilities.
 func Echo(ctx context.Context, outDir string) (Image, error) {
 	img, err := BuildGoImage(ctx, outDir, module+"/testbed/kube/images/cmd/echo", EchoImageName)
+	if err != nil {
+		return Image{}, err
+	}
 	img.Cmd = []string{"serve"}
 	img.ExposedPorts = []string{fmt.Sprintf("%d/tcp", EchoHTTPPort), fmt.Sprintf("%d/tcp", EchoPort), fmt.Sprintf("%d/udp", EchoPort)}
-	return img, err
+	return img, nil
 }

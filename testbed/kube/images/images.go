@@ -9,6 +9,19 @@
 // the testbed's own programs are built from Go packages (Pause, Echo). Each
 // image is one layer, written as a docker-archive tar (WriteDockerArchive, Save)
 // that `ctr images import` loads into the containerd of a kubelet (Import).
+//
+// In a test, after `make build`:
+//
+//	dir := t.TempDir()
+//	node, err := images.FromDockerfile(images.RepoRoot(), "flowtel-node")
+//	pause, err := images.Pause(ctx, dir) // PauseImageName: containerd's sandbox_image
+//	echo, err := images.Echo(ctx, dir)
+//	var tars []string
+//	for _, img := range []images.Image{node, pause, echo} {
+//		p, err := images.Save(dir, img)
+//		tars = append(tars, p)
+//	}
+//	err = images.Import(ctx, "/run/containerd/containerd.sock", tars...)
 package images
 
 import (

@@ -94,8 +94,10 @@ func TestDockerfileRefusals(t *testing.T) {
 
 func TestDockerfileInstructions(t *testing.T) {
 	img, err := parseDockerfile("Dockerfile", `# syntax=docker/dockerfile:1
-FROM debian:12-slim AS certs
+FROM --platform=linux/amd64 debian:12-slim AS certs
+RUN anything: earlier stages are not built
 FROM scratch AS final
+COPY --from=certs /etc/ssl/certs/ca-certificates.crt /certs.pem
 WORKDIR /app
 COPY bin/a \
   # a comment inside a continuation
@@ -115,6 +117,7 @@ CMD ["x"]
 	require.NoError(t, err)
 	assert.Equal(t, Image{
 		Files: []File{
+			{Path: "/certs.pem", Source: "/etc/ssl/certs/ca-certificates.crt"},
 			{Path: "/app/a", Source: "/ctx/bin/a"},
 			{Path: "/app/b", Source: "/ctx/bin/b"},
 			{Path: "/app/etc/conf.yaml", Source: "/ctx/conf.yaml"},
