@@ -18,6 +18,11 @@ declare -A want=(
   [dot]=graphviz
   [prometheus]=prometheus
   [chromium]=chromium
+  # A real Kubernetes cluster's Nodes (testbed/kube): the container runtime,
+  # and nft for kube-proxy's nftables mode.
+  [containerd]=containerd
+  [runc]=runc
+  [nft]=nftables
 )
 
 # kubectl (the deploy tests apply manifests with it) is not a Debian 12 package;
@@ -33,6 +38,8 @@ done
 # ZooKeeper (and the JRE it depends on), for the ClickHouse cluster the
 # clickhouse_flows tests start (replicated tables, ON CLUSTER DDL).
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+# The CNI plugins the test cluster's Nodes use (bridge, host-local, portmap).
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

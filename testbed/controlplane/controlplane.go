@@ -70,6 +70,15 @@ type ControlPlane struct {
 	// kube-system/extension-apiserver-authentication); see ClientCertificate.
 	ClientCA    *x509.Certificate
 	clientCAKey crypto.Signer
+	// ServiceAccountKey is the private key that signs ServiceAccount tokens
+	// (a controller manager's --service-account-private-key-file).
+	ServiceAccountKey string
+	// ServingCA verifies the API server's certificate (cluster mode only; the
+	// loopback control plane serves a self-signed one).
+	ServingCA string
+
+	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	netns string
 }
 
 var (
@@ -103,24 +112,50 @@ func Binaries() (string, error) {
 }
 
 // Start runs etcd and kube-apiserver on free loopback ports until the test ends.
-func Start(t testing.TB) *ControlPlane {
+func Start(t testing.TB) *ControlPlane { return StartWith(t, Options{}) }
+
+// Options places the control plane for a cluster with real kubelets.
+type Options struct {
+	// NetNS is a network namespace (a path under /run/netns) to run etcd and
+	// the API server in; "" runs them in the test's own, on loopback.
+	NetNS string
+	// Address is the API server's address inside NetNS (its advertise address:
+	// the endpoint of the default kubernetes Service); it serves on port 6443.
+	Address string
+	// Dial reaches NetNS's addresses from the test process.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ExtraArgs are added to the API server's flags.
+	ExtraArgs []string
+}
+
+// cluster reports whether the control plane serves real kubelets: Node
+// authorization, NodeRestriction and ServiceAccount admission, and a serving
+// certificate Pods verify through the kubernetes Service.
+func (o Options) cluster() bool { return o.NetNS != "" }
+
+// StartWith runs etcd and kube-apiserver until the test ends; see Options.
+func StartWith(t testing.TB, o Options) *ControlPlane {
 	t.Helper()
 	bin, err := Binaries()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cp := &ControlPlane{Dir: dir, AdminToken: randomToken()}
+	cp := &ControlPlane{Dir: dir, AdminToken: randomToken(), dial: o.Dial, netns: o.NetNS}
 
 	etcdClient, etcdPeer, apiPort := freePort(t), freePort(t), freePort(t)
+	bind := "127.0.0.1"
+	if o.cluster() {
+		apiPort, bind = 6443, o.Address
+	}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
-	startProcess(t, dir, "etcd", filepath.Join(bin, "etcd"),
+	cp.start(t, "etcd", filepath.Join(bin, "etcd"),
 		"--name", "flowtel", "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", "flowtel="+peerURL, "--log-level", "warn")
-	noKeepAlive := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	noKeepAlive := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: o.Dial}, Timeout: 5 * time.Second}
 	waitFor(t, dir, "etcd", func() bool {
 		resp, err := noKeepAlive.Get(etcdURL + "/health")
 		if err != nil {
@@ -131,22 +166,42 @@ func Start(t testing.TB) *ControlPlane {
 	})
 
 	saKey, saPub := writeServiceAccountKeys(t, dir)
+	cp.ServiceAccountKey = saKey
 	clientCAFile := cp.writeClientCA(t, dir)
 	tokens := filepath.Join(dir, "tokens.csv")
 	must(t, os.WriteFile(tokens, []byte(cp.AdminToken+`,admin,uid-admin,"system:masters"`+"\n"), 0o600))
-	startProcess(t, dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"),
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", apiPort), "--cert-dir="+filepath.Join(dir, "certs"),
+	args := []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=" + bind, "--advertise-address=" + bind,
+		fmt.Sprintf("--secure-port=%d", apiPort), "--cert-dir=" + filepath.Join(dir, "certs"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
-		"--token-auth-file="+tokens, "--client-ca-file="+clientCAFile, "--authorization-mode=RBAC",
-		"--service-cluster-ip-range="+ServiceCIDRv4+","+ServiceCIDRv6,
-		// No controller manager creates the default ServiceAccount.
-		"--disable-admission-plugins=ServiceAccount",
-		// Required with a loopback advertise address.
-		"--endpoint-reconciler-type=none")
-	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+		"--service-account-key-file=" + saPub, "--service-account-signing-key-file=" + saKey,
+		"--token-auth-file=" + tokens, "--client-ca-file=" + clientCAFile,
+		"--service-cluster-ip-range=" + ServiceCIDRv4 + "," + ServiceCIDRv6,
+	}
+	if o.cluster() {
+		// As kubeadm sets it up: kubelets authorized as Nodes, Pods given
+		// kube-api-access volumes, a serving certificate for the kubernetes
+		// Service's names and addresses, and a client certificate for kubelets.
+		cert, key := cp.writeServing(t, dir, o.Address)
+		kcert, kkey := cp.writeKeyPair(t, dir, "apiserver-kubelet-client", cp.ClientCertificate(t, "kube-apiserver-kubelet-client", "system:masters"))
+		cp.ServingCA = clientCAFile
+		args = append(args, "--authorization-mode=Node,RBAC",
+			"--enable-admission-plugins=NodeRestriction",
+			"--tls-cert-file="+cert, "--tls-private-key-file="+key,
+			"--kubelet-client-certificate="+kcert, "--kubelet-client-key="+kkey,
+			"--kubelet-preferred-address-types=InternalIP",
+			"--allow-privileged=true")
+		args = append(args, o.ExtraArgs...)
+	} else {
+		args = append(args, "--authorization-mode=RBAC",
+			// No controller manager creates the default ServiceAccount.
+			"--disable-admission-plugins=ServiceAccount",
+			// Required with a loopback advertise address.
+			"--endpoint-reconciler-type=none")
+	}
+	cp.start(t, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), args...)
+	cp.URL = fmt.Sprintf("https://%s", net.JoinHostPort(bind, fmt.Sprint(apiPort)))
 	cfg := cp.Config(cp.AdminToken)
 	admin, err := kubernetes.NewForConfig(cfg)
 	must(t, err)
@@ -161,9 +216,60 @@ func Start(t testing.TB) *ControlPlane {
 	return cp
 }
 
+// start runs a control plane process, in the control plane's network namespace if it has one.
+func (cp *ControlPlane) start(t testing.TB, name, path string, args ...string) {
+	t.Helper()
+	if cp.netns != "" {
+		args = append([]string{"--net=" + cp.netns, "--", path}, args...)
+		path = "nsenter"
+	}
+	StartProcess(t, cp.Dir, name, path, args...)
+}
+
+// Start runs another process of the control plane (a controller manager, a
+// scheduler) beside the API server, with its log in Dir, until the test ends.
+func (cp *ControlPlane) Start(t testing.TB, name, path string, args ...string) {
+	t.Helper()
+	cp.start(t, name, path, args...)
+}
+
+// writeServing writes a serving certificate signed by ClientCA for every name
+// and address the API server is reached by: its own address, the first
+// Service address (the kubernetes Service) and the Service's DNS names.
+func (cp *ControlPlane) writeServing(t testing.TB, dir, address string) (certFile, keyFile string) {
+	t.Helper()
+	ips := []net.IP{net.ParseIP(address), net.ParseIP(firstServiceIPv4), net.IPv4(127, 0, 0, 1)}
+	c := cp.issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: "kube-apiserver"},
+		DNSNames:    []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"},
+		IPAddresses: ips, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	return cp.writeKeyPair(t, dir, "apiserver", c)
+}
+
+// firstServiceIPv4 is the kubernetes Service's address in ServiceCIDRv4.
+const firstServiceIPv4 = "10.96.0.1"
+
+// writeKeyPair writes c's certificate and key as PEM files named after name in dir.
+func (cp *ControlPlane) writeKeyPair(t testing.TB, dir, name string, c tls.Certificate) (certFile, keyFile string) {
+	t.Helper()
+	key, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	must(t, err)
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	must(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600))
+	must(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600))
+	return certFile, keyFile
+}
+
+// WriteClientCertificate issues a client certificate for user in groups and
+// writes it and its key into Dir, for a process's kubeconfig.
+func (cp *ControlPlane) WriteClientCertificate(t testing.TB, user string, groups ...string) (certFile, keyFile string) {
+	t.Helper()
+	name := strings.NewReplacer(":", "-", "/", "-").Replace(user)
+	return cp.writeKeyPair(t, cp.Dir, name, cp.ClientCertificate(t, user, groups...))
+}
+
 // Config is a client configuration authenticating with token.
 func (cp *ControlPlane) Config(token string) *rest.Config {
-	return &rest.Config{Host: cp.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Timeout: 30 * time.Second}
+	return &rest.Config{Host: cp.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Timeout: 30 * time.Second, Dial: cp.dial}
 }
 
 // Kubeconfig writes a kubeconfig file authenticating with token and returns its path.
@@ -367,9 +473,10 @@ func writeServiceAccountKeys(t testing.TB, dir string) (keyPath, pubPath string)
 	return keyPath, pubPath
 }
 
-// startProcess runs a binary with its output in dir/name.log, and stops it
-// (SIGTERM, then SIGKILL after 10 s) when the test ends.
-func startProcess(t testing.TB, dir, name, path string, args ...string) {
+// StartProcess runs a binary with its output in dir/name.log, and stops it
+// (SIGTERM, then SIGKILL after 10 s) when the test ends. The binary dies with
+// the test process (Pdeathsig).
+func StartProcess(t testing.TB, dir, name, path string, args ...string) *exec.Cmd {
 	t.Helper()
 	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	must(t, err)
@@ -392,6 +499,7 @@ func startProcess(t testing.TB, dir, name, path string, args ...string) {
 		}
 		logf.Close()
 	})
+	return cmd
 }
 
 // waitFor polls ready for up to 60 s; on timeout it fails with the process log's tail.
