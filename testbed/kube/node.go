@@ -71,6 +71,9 @@ func (c *Cluster) startNode(t testing.TB, i int) *Node {
 	}
 	c.plug(t, n.NS, fmt.Sprintf("n%d", i), n.Addr)
 	c.in(t, n.NS, "sysctl -qw net.ipv4.ip_forward=1",
+		// The external host is the Nodes' router (a default route is also what
+		// lets a hostNetwork process route a ClusterIP before kube-proxy's DNAT).
+		fmt.Sprintf("ip route add default via %s", ExternalAddr),
 		// The bridge's traffic crosses iptables, so Service replies between two
 		// Pods on one bridge are un-NATed (what kubeadm asks of a Node).
 		"sysctl -qw net.bridge.bridge-nf-call-iptables=1")
