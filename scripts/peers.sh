@@ -7,6 +7,8 @@
 #   helm                    deploy/helm/build-helm.sh            cold: 1-2 min
 #   go-ipfix collector      testbed/ipfixcollector/cmd/build-collector   cold: ~30 s
 #   the Operator's module   go mod download (its CRD, for deploy/'s tests)   cold: ~10 s
+#   kubelet, kube-proxy, kube-controller-manager, kube-scheduler, kubectl,
+#   CoreDNS and the Operator's manager   testbed/kube/build.sh   cold: ~15 min
 # `make test`, `make e2e`, `make demo` and `make load` run this first; .ci/run too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,7 @@ step() {
 }
 
 step "kube-apiserver and etcd" "5-10 min on 2 cores" testbed/controlplane/build.sh
+step "the Kubernetes node components, CoreDNS and the Operator's manager" "~15 min on 2 cores" testbed/kube/build.sh
 step "helm" "1-2 min" deploy/helm/build-helm.sh
 step "the go-ipfix collector" "~30 s" go run ./testbed/ipfixcollector/cmd/build-collector
 operator=$(sed -n 's/^const operatorModule = "\(.*\)"$/\1/p' deploy/apiserver_test.go)

@@ -5,6 +5,7 @@ package e2ekube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -387,9 +388,9 @@ func shifted(cs []kcase, d uint16) []kcase {
 }
 
 // requireNothingLeft fails when a release left objects in its namespace
-// (beyond what Kubernetes itself puts in every namespace) or cluster-wide
-// objects named after it.
-func (b *bed) requireNothingLeft(t *testing.T, release, namespace string) {
+// (beyond what Kubernetes itself puts in every namespace, and keep: the
+// user's own) or cluster-wide objects named after it.
+func (b *bed) requireNothingLeft(t *testing.T, release, namespace string, keep ...string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -397,7 +398,7 @@ func (b *bed) requireNothingLeft(t *testing.T, release, namespace string) {
 		out := b.kubectl(t, "get", "all,secrets,configmaps,serviceaccounts,roles,rolebindings,leases,pvc,poddisruptionbudgets,networkpolicies",
 			"-n", namespace, "-o", "name")
 		for _, l := range strings.Fields(out) {
-			if l != "configmap/kube-root-ca.crt" && l != "serviceaccount/default" {
+			if l != "configmap/kube-root-ca.crt" && l != "serviceaccount/default" && !slices.Contains(keep, l) {
 				left = append(left, namespace+": "+l)
 			}
 		}
@@ -492,4 +493,17 @@ func (b *bed) checkTransfers(t *testing.T, sports []uint16, pull int, timeout, s
 	if bad := read(); len(bad) > 0 {
 		t.Fatalf("rows came after the transfers were whole:\n%s", strings.Join(bad, "\n"))
 	}
+}
+
+// TestKubeProxyNftables: the same connections through kube-proxy's nftables
+// mode, whose NAT flowtel reads from the same conntrack table.
+func TestKubeProxyNftables(t *testing.T) {
+	b := startBed(t, "nftables")
+	b.installFlowtel(t, "flowtel", "flowtel")
+	b.apply(t, workloads)
+	b.kubectl(t, "wait", "-n", "shop", "--for=condition=Available", "deployment", "--all", "--timeout=2m")
+	w := b.learn(t)
+	b.runCases(t, w, cases())
+	b.checkCases(t, w, cases(), 90*time.Second, 10*time.Second)
+	b.requireNoRestarts(t)
 }

@@ -7,6 +7,9 @@
 # cached in ${FLOWTEL_CACHE:-/var/cache/flowtel}/kube/<version>/; a second run
 # with every binary present does nothing and prints the directory.
 #
+# The OpenTelemetry Operator's manager is built too, from the module release
+# whose CRD deploy/'s tests use (operatorModule in deploy/apiserver_test.go).
+#
 # Usage: testbed/kube/build.sh      # prints the directory holding the binaries
 # Env:   KUBE_VERSION (v1.37.2), COREDNS_VERSION (v1.15.0), FLOWTEL_CACHE, BUILD_NICE (10)
 set -euo pipefail
@@ -63,8 +66,22 @@ module example.com/flowtel-corednsbuild
 go 1.26.0
 EOM
 	log "building CoreDNS $COREDNS_VERSION (cold: ~3.5 min)"
-	(cd "$cmod" && GOFLAGS=-mod=mod go get -tool "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null)
+	(cd "$cmod" && GOFLAGS=-mod=mod go get -tool "github.com/coredns/coredns@$COREDNS_VERSION" >get.log 2>&1) || { cat "$cmod/get.log" >&2; exit 1; }
 	(cd "$cmod" && GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n "$NICE" go build -trimpath -o "$OUT/coredns.tmp" github.com/coredns/coredns)
 	mv "$OUT/coredns.tmp" "$OUT/coredns"
+fi
+operator=$(sed -n 's/^const operatorModule = "\(.*\)"$/\1/p' deploy/apiserver_test.go)
+if [ ! -x "$OUT/opentelemetry-operator-${operator#*@}" ]; then
+	omod=$OUT/src/operator
+	mkdir -p "$omod"
+	cat >"$omod/go.mod" <<EOM
+module example.com/flowtel-operatorbuild
+
+go 1.26.0
+EOM
+	log "building the OpenTelemetry Operator's manager ($operator; cold: ~3 min)"
+	(cd "$omod" && GOFLAGS=-mod=mod go get -tool "$operator" >get.log 2>&1) || { cat "$omod/get.log" >&2; exit 1; }
+	(cd "$omod" && GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n "$NICE" go build -trimpath -o "$OUT/operator.tmp" "${operator%@*}")
+	mv "$OUT/operator.tmp" "$OUT/opentelemetry-operator-${operator#*@}"
 fi
 echo "$OUT"
