@@ -3,12 +3,20 @@
 package deploy_test
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/flowtel/flowtel/distributions"
+	bedcollector "github.com/flowtel/flowtel/testbed/collector"
 )
 
 var kubeletVarRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
@@ -101,5 +109,65 @@ func TestInstallsHaveTheirOwnStorageDirectory(t *testing.T) {
 
 	if got := hostStorageDir(t, nodeCollector(t, "helm --set node.storageHostPath", helmWith("lab", "obs", "node.storageHostPath=/data/flowtel"))); got != "/data/flowtel" {
 		t.Errorf("node.storageHostPath=/data/flowtel: storage directory %s", got)
+	}
+}
+
+// Two built node collectors on one storage directory, as two installs that
+// share a host directory are: the second does not start, and says why in
+// terms a user can act on: the file, the process holding it (here visible:
+// its PID and command line) and that each needs a directory of its own. It
+// used to stop with `failed to start "load_balancing" exporter: timeout`.
+// (Needs `make build`.)
+func TestTwoNodeCollectorsOnOneDirectory(t *testing.T) {
+	bin, err := bedcollector.Binary(repoRoot(), distributions.Node)
+	require.NoError(t, err)
+	dir, storage := t.TempDir(), t.TempDir()
+	token := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(token, []byte("token"), 0o600))
+	start := func(name string) (*bedcollector.Process, error) {
+		otlp, health, metrics := freePort(t), freePort(t), freePort(t)
+		// The shipped configuration with its storage, on loopback: an otlp
+		// receiver instead of conntrack and k8s_flow (no kernel table or API
+		// server needed to start), a static resolver, no TLS.
+		overlay := fmt.Sprintf(`
+extensions:
+  health_check: {endpoint: "127.0.0.1:%d"}
+receivers:
+  otlp: {protocols: {grpc: {endpoint: "127.0.0.1:%d"}}}
+exporters:
+  load_balancing:
+    protocol: {otlp: {tls: {insecure: true}}}
+    resolver: {k8s: {enabled: false}, static: {hostnames: ["127.0.0.1:%d"]}}
+service:
+  telemetry:
+    metrics:
+      readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]
+  pipelines:
+    logs: {receivers: [otlp], processors: [memory_limiter]}
+`, health, otlp, freePort(t), metrics)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		p, err := bedcollector.Start(ctx, bedcollector.Options{Name: name, Binary: bin, Dir: dir,
+			Configs: []string{distributions.Config(distributions.Node)}, Config: overlay,
+			Env: []string{"FLOWTEL_STORAGE_DIR=" + storage, "FLOWTEL_NODE_TOKEN_FILE=" + token, "K8S_NODE_NAME=node-1",
+				"POD_NAMESPACE=flowtel-" + name, "K8S_POD_NAME=" + name + "-node-x7k2p"},
+			HealthPort: health, MetricsPort: metrics})
+		if err == nil {
+			t.Cleanup(func() { _ = p.Stop() })
+		}
+		return p, err
+	}
+	first, err := start("a")
+	require.NoError(t, err)
+	_, err = start("b")
+	require.Error(t, err, "a second collector started on the first one's storage directory")
+	msg := err.Error()
+	for _, want := range []string{
+		`failed to start "load_balancing" exporter: directory: another process holds the lock on the storage file ` + filepath.Join(storage, "exporter_load_balancing__logs"),
+		fmt.Sprintf(`pid %d ("%s --config`, first.Pid(), bin),
+		"Pod flowtel-a/a-node-x7k2p",
+		"give each its own",
+	} {
+		require.Contains(t, msg, want)
 	}
 }
