@@ -22,6 +22,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flowtel/flowtel/internal/k8sindex"
@@ -106,6 +107,63 @@ func TestAPIServerAcceptsHelmTemplate(t *testing.T) {
 		checkNodeRBAC(t, c, ns, release+"-flowtel-node")
 		// node_identity, and the right to review tokens, unless the values turn it off.
 		checkGatewayRBAC(t, c, ns, release+"-flowtel-gateway", strings.Contains(string(manifests), "node_identity:"))
+	}
+	checkUpgradeKeepsStorage(t, c)
+}
+
+// checkUpgradeKeepsStorage: `helm upgrade` renders the node collectors'
+// storage directory their DaemonSet already mounts (the chart looks it up),
+// so an upgrade resumes from it: also a release installed with the chart's
+// former default, /var/lib/flowtel, which it keeps; a new release beside it
+// gets a directory of its own. Without cluster access (helm template) the
+// default is rendered.
+func checkUpgradeKeepsStorage(t *testing.T, c cluster) {
+	t.Helper()
+	queuePath := func(manifests []byte) string {
+		for _, o := range find(objects(t, manifests), "DaemonSet") {
+			vols, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+			for _, v := range vols {
+				if m, _ := v.(map[string]any); m["name"] == "queue" {
+					p, _, _ := unstructured.NestedString(m, "hostPath", "path")
+					return p
+				}
+			}
+		}
+		t.Fatal("no DaemonSet with a queue volume")
+		return ""
+	}
+	// As `helm upgrade` renders: with the cluster, for lookup.
+	upgrade := func(release, ns string, set ...string) []byte {
+		args := []string{"template", release, chartDir(), "--namespace", ns, "--dry-run=server", "--kubeconfig", c.kubeconfig}
+		for _, s := range set {
+			args = append(args, "--set", s)
+		}
+		return run(t, nil, helm(t), args...)
+	}
+	const ns = "helm-upgrade"
+	if out, err := c.kubectl(nil, "create", "namespace", ns); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// Installed by a chart whose default was /var/lib/flowtel for every release.
+	c.apply(t, "release old, former default", upgrade("old", ns, "node.storageHostPath=/var/lib/flowtel"))
+	if got := queuePath(upgrade("old", ns)); got != "/var/lib/flowtel" {
+		t.Errorf("upgrading release old: storage directory %s, want the one it has, /var/lib/flowtel", got)
+	}
+	if got := queuePath(helmTemplate(t, "old", ns, "")); got != "/var/lib/flowtel/"+ns+"/old" {
+		t.Errorf("helm template of release old (no cluster): storage directory %s, want the default", got)
+	}
+	// A new release: its own directory, which its upgrades keep.
+	newRelease := upgrade("new", ns)
+	if got := queuePath(newRelease); got != "/var/lib/flowtel/"+ns+"/new" {
+		t.Errorf("installing release new beside old: storage directory %s, want /var/lib/flowtel/%s/new", got, ns)
+	}
+	c.apply(t, "release new", newRelease)
+	if got := queuePath(upgrade("new", ns)); got != "/var/lib/flowtel/"+ns+"/new" {
+		t.Errorf("upgrading release new: storage directory %s, want /var/lib/flowtel/%s/new", got, ns)
+	}
+	// A value set explicitly wins over the lookup.
+	if got := queuePath(upgrade("old", ns, "node.storageHostPath=/data/flowtel")); got != "/data/flowtel" {
+		t.Errorf("upgrading release old with node.storageHostPath=/data/flowtel: storage directory %s", got)
 	}
 }
 

@@ -157,6 +157,9 @@ func (p *Process) Stop() error {
 	return nil
 }
 
+// Pid is the collector's process ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // CPUTime is the CPU time (user + system) the collector process has used, from
 // /proc/<pid>/stat: for load runs that measure a collector's share of a core.
 func (p *Process) CPUTime() (time.Duration, error) {

@@ -95,6 +95,30 @@ the file reads from the environment, node-daemonset.yaml sets.
 its projected ServiceAccount token: nodeIdentity.enabled and TLS (a bearer
 token is never sent in plaintext); "" otherwise.
 */}}
+{{/*
+The node collectors' storage directory on each Node (persistent sending queue and
+conntrack checkpoint): node.storageHostPath when set; else the directory the
+release's DaemonSet already mounts (an upgrade resumes from it, also from a chart
+whose default was /var/lib/flowtel for every release); else one of its own,
+/var/lib/flowtel/<namespace>/<release>, so two releases never share one (two
+collectors cannot: each locks its files). helm template and client-side dry runs
+cannot look the DaemonSet up and render the default.
+*/}}
+{{- define "flowtel.node.storageHostPath" -}}
+{{- if .Values.node.storageHostPath -}}
+{{ .Values.node.storageHostPath }}
+{{- else -}}
+{{- $path := printf "/var/lib/flowtel/%s/%s" .Release.Namespace .Release.Name -}}
+{{- $ds := lookup "apps/v1" "DaemonSet" .Release.Namespace (include "flowtel.node.fullname" .) -}}
+{{- range (dig "spec" "template" "spec" "volumes" list $ds) -}}
+{{- if and (eq .name "queue") .hostPath -}}
+{{- $path = .hostPath.path -}}
+{{- end -}}
+{{- end -}}
+{{ $path }}
+{{- end -}}
+{{- end }}
+
 {{- define "flowtel.nodeIdentity" -}}
 {{- if and .Values.nodeIdentity.enabled .Values.tls.enabled }}true{{ end -}}
 {{- end }}
