@@ -4,10 +4,7 @@ package deploy_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,6 +26,7 @@ import (
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
 	"github.com/flowtel/flowtel/processor/k8sflowprocessor"
 	"github.com/flowtel/flowtel/testbed/controlplane"
+	"github.com/flowtel/flowtel/testbed/kube"
 )
 
 // cluster is a real kube-apiserver and a kubeconfig for kubectl.
@@ -167,27 +165,15 @@ func checkUpgradeKeepsStorage(t *testing.T, c cluster) {
 	}
 }
 
-// operatorModule is the OpenTelemetry Operator release whose CRD the tests
-// install: the Go module proxy serves the operator's module (scripts/peers.sh
-// downloads it), and its config/crd/bases holds the published CRD.
-const operatorModule = "github.com/open-telemetry/opentelemetry-operator@v0.141.0"
-
-// operatorCRD returns the path of the OpenTelemetryCollector CRD.
+// operatorCRD returns the path of the OpenTelemetryCollector CRD of the
+// Operator release the tests use (kube.OperatorModule).
 func operatorCRD(t *testing.T) string {
 	t.Helper()
-	const name = "opentelemetry.io_opentelemetrycollectors.yaml"
-	cmd := exec.Command("go", "mod", "download", "-json", operatorModule)
-	cmd.Dir = t.TempDir() // outside flowtel's module: the operator never enters go.mod
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	out, err := cmd.Output()
+	dir, err := kube.OperatorDir()
 	if err != nil {
-		t.Fatalf("go mod download %s (for the Operator's CRD): %v\n%s", operatorModule, err, out)
+		t.Fatal(err)
 	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Fatalf("go mod download %s: no module directory in %s", operatorModule, out)
-	}
-	return filepath.Join(mod.Dir, "config", "crd", "bases", name)
+	return filepath.Join(dir, "config", "crd", "bases", "opentelemetry.io_opentelemetrycollectors.yaml")
 }
 
 func TestAPIServerAcceptsOperatorCRs(t *testing.T) {

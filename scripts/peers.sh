@@ -26,6 +26,6 @@ step "kube-apiserver and etcd" "5-10 min on 2 cores" testbed/controlplane/build.
 step "the Kubernetes node components, CoreDNS and the Operator's manager" "~15 min on 2 cores" testbed/kube/build.sh
 step "helm" "1-2 min" deploy/helm/build-helm.sh
 step "the go-ipfix collector" "~30 s" go run ./testbed/ipfixcollector/cmd/build-collector
-operator=$(sed -n 's/^const operatorModule = "\(.*\)"$/\1/p' deploy/apiserver_test.go)
+operator=$(sed -n 's/^const OperatorModule = "\(.*\)"$/\1/p' testbed/kube/operator.go)
 step "the OpenTelemetry Operator's module ($operator)" "~10 s" \
 	bash -c 'd=$(mktemp -d) && trap "rm -rf $d" EXIT && cd "$d" && GOFLAGS=-mod=mod go mod download "$1"' _ "$operator"

@@ -4,11 +4,13 @@ package e2ekube
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flowtel/flowtel/testbed/kube"
 	"github.com/flowtel/flowtel/testbed/kube/images"
 )
 
@@ -43,6 +45,21 @@ func TestKubeInstalls(t *testing.T) {
 		})
 	}
 
+	t.Run("operator", func(t *testing.T) {
+		b.startOperator(t)
+		start := time.Now()
+		for _, f := range []string{"rbac.yaml", "gateway.yaml", "node.yaml", "flowstream.yaml"} {
+			b.kubectl(t, "apply", "-f", filepath.Join(root, "deploy/operator", f))
+		}
+		b.waitOperands(t, "flowtel", 3)
+		t.Logf("the Operator's CRs: Ready in %s", time.Since(start).Round(time.Second))
+		b.requireNoRestarts(t)
+		for _, f := range []string{"flowstream.yaml", "node.yaml", "gateway.yaml", "rbac.yaml"} {
+			b.kubectl(t, "delete", "-f", filepath.Join(root, "deploy/operator", f), "--wait=true", "--timeout=2m")
+		}
+		b.requireNothingLeft(t, "flowtel", "flowtel")
+	})
+
 	kustomizations := map[string]string{
 		"base":                   "deploy/kubernetes/base",
 		"antrea-flow-aggregator": "deploy/kubernetes/examples/antrea-flow-aggregator",
@@ -56,10 +73,19 @@ func TestKubeInstalls(t *testing.T) {
 			start := time.Now()
 			b.kubectl(t, "apply", "-k", dir)
 			ns := b.namespaceOf(t, dir)
+			if name == "antrea-flow-aggregator" {
+				// The certificates Antrea's agents and the gateway exchange, made
+				// as docs/deploy.md tells a user to.
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if out, err := b.Run(ctx, "bash", filepath.Join(root, "deploy/antrea-certs.sh"), "--apply", "--namespace", ns); err != nil {
+					t.Fatal(err, out)
+				}
+			}
 			b.waitRollouts(t, ns)
 			t.Logf("kubectl apply -k %s: Ready in %s", kustomizations[name], time.Since(start).Round(time.Second))
 			b.requireNoRestarts(t)
-			b.kubectl(t, "delete", "-k", dir, "--wait=true", "--timeout=2m")
+			b.kubectl(t, "delete", "-k", dir, "--ignore-not-found", "--wait=true", "--timeout=2m")
 			b.requireNothingLeft(t, "flowtel", ns)
 		})
 	}
@@ -95,4 +121,59 @@ func (b *bed) waitRollouts(t *testing.T, namespace string) {
 			t.Fatalf("%s: %v %s", w, err, o)
 		}
 	}
+}
+
+// startOperator runs the OpenTelemetry Operator's manager (built from the
+// release deploy/'s tests name) in the control plane's namespace, with its
+// CRDs installed. Its webhooks are off: they would need a serving certificate
+// the API server trusts and a Service in front of the manager.
+func (b *bed) startOperator(t *testing.T) {
+	t.Helper()
+	dir, err := kube.OperatorDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, _ := filepath.Glob(filepath.Join(dir, "config", "crd", "bases", "*.yaml"))
+	for _, crd := range crds {
+		b.kubectl(t, "apply", "--server-side", "-f", crd)
+	}
+	b.kubectl(t, "wait", "--for=condition=Established", "crd/opentelemetrycollectors.opentelemetry.io", "--timeout=1m")
+	manager := filepath.Join(b.Bin, "opentelemetry-operator-"+strings.SplitN(kube.OperatorModule, "@", 2)[1])
+	b.Start(t, "opentelemetry-operator", "/usr/bin/env", "KUBECONFIG="+b.Kubeconfig, manager,
+		"--enable-webhooks=false", "--metrics-addr=127.0.0.1:18080", "--health-probe-addr=127.0.0.1:18081")
+}
+
+// waitOperands waits until the Operator made n workloads in namespace and each rolled out.
+func (b *bed) waitOperands(t *testing.T, namespace string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out := b.kubectl(t, "get", "daemonsets,statefulsets,deployments", "-n", namespace, "-o", "name")
+		if len(strings.Fields(out)) >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(b.Dir, "opentelemetry-operator.log"))
+			if len(log) > 6000 {
+				log = log[len(log)-6000:]
+			}
+			t.Fatalf("the Operator made %q of %d workloads in %s; its log:\n%s", out, n, namespace, log)
+		}
+		time.Sleep(time.Second)
+	}
+	b.waitRollouts(t, namespace)
+}
+
+// TestKubeTwoInstalls: two releases of one name, in two Namespaces, on the
+// same Nodes at once (a second team's install, or a trial beside
+// production): their cluster-wide objects and their Nodes' storage
+// directories are their own, so both come up and neither restarts. The node
+// collectors' ports are the Nodes' (hostNetwork): the second release chooses
+// its own, or the scheduler keeps its Pods Pending ("didn't have free ports").
+func TestKubeTwoInstalls(t *testing.T) {
+	b := startBed(t, "iptables")
+	b.installFlowtel(t, "flowtel", "flowtel")
+	b.installFlowtel(t, "flowtel", "flowtel-trial", "--set", "node.healthPort=13234", "--set", "node.metricsPort=18889")
+	time.Sleep(10 * time.Second)
+	b.requireNoRestarts(t)
 }

@@ -8,7 +8,7 @@
 # with every binary present does nothing and prints the directory.
 #
 # The OpenTelemetry Operator's manager is built too, from the module release
-# whose CRD deploy/'s tests use (operatorModule in deploy/apiserver_test.go).
+# whose CRD deploy/'s tests use (kube.OperatorModule in testbed/kube/operator.go).
 #
 # Usage: testbed/kube/build.sh      # prints the directory holding the binaries
 # Env:   KUBE_VERSION (v1.37.2), COREDNS_VERSION (v1.15.0), FLOWTEL_CACHE, BUILD_NICE (10)
@@ -70,7 +70,7 @@ EOM
 	(cd "$cmod" && GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n "$NICE" go build -trimpath -o "$OUT/coredns.tmp" github.com/coredns/coredns)
 	mv "$OUT/coredns.tmp" "$OUT/coredns"
 fi
-operator=$(sed -n 's/^const operatorModule = "\(.*\)"$/\1/p' deploy/apiserver_test.go)
+operator=$(sed -n 's/^const OperatorModule = "\(.*\)"$/\1/p' testbed/kube/operator.go)
 if [ ! -x "$OUT/opentelemetry-operator-${operator#*@}" ]; then
 	omod=$OUT/src/operator
 	mkdir -p "$omod"

@@ -320,11 +320,12 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 	return c.Run(ctx, filepath.Join(c.Bin, "kubectl"), append([]string{"--kubeconfig=" + c.Kubeconfig}, args...)...)
 }
 
-// Run runs a program (helm, kubectl) in the control plane's network namespace
-// with KUBECONFIG set to the administrator's, and returns its combined output.
+// Run runs a program (helm, kubectl, a script) in the control plane's network
+// namespace with KUBECONFIG set to the administrator's and the cluster's
+// kubectl first on PATH, and returns its combined output.
 func (c *Cluster) Run(ctx context.Context, path string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + netlab.NetNSPath(c.cpNS), "--", path}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+c.Bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("%s %s: %w: %s", filepath.Base(path), strings.Join(args, " "), err, out)
