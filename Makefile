@@ -15,6 +15,8 @@ BENCHTIME    ?= 1s
 # `//go:build integration`: plain `go test ./...` is fast and root-free, the
 # targets below run everything.
 TAGS         := integration
+# The real-cluster harness (its images) and the tests that run flowtel on it.
+KUBE_PKGS    := ./testbed/kube/... ./testbed/e2ekube
 # flowtel_safe builds the codec and the ClickHouse block without their fast
 # paths into pdata's, xpdata's and clickhouse-go's internals (public APIs
 # alone); `make test` runs the unit and integration tests of the components
@@ -53,13 +55,15 @@ $(BUILD_DIR)/%: $$(call manifest,$$*) go.mod $(shell git ls-files '*.go' 2>/dev/
 	@touch $@
 
 .PHONY: peers
-peers: ## Build, once per machine, the real peers the tests run (kube-apiserver, etcd, helm, go-ipfix collector)
+peers: ## Build, once per machine, the real peers the tests run (Kubernetes, CoreDNS, the Operator, helm, go-ipfix collector)
 	@scripts/peers.sh
 
 .PHONY: test
-test: deps build peers ## Unit, integration and end-to-end tests, plus a bounded fuzz run of the record codec
-	$(GO) test -tags $(TAGS) -count=1 -timeout 30m ./...
-	$(GO) test -tags "$(TAGS) $(SAFE_TAGS)" -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e /testbed/e2e -e /deploy -e /distributions)
+test: deps build peers ## Unit, integration and end-to-end tests (the real-cluster ones too), plus a bounded fuzz run of the record codec
+	$(GO) test -tags $(TAGS) -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /testbed/kube -e /testbed/e2ekube)
+	$(GO) test -tags "$(TAGS) $(SAFE_TAGS)" -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e /testbed/e2e -e /testbed/kube -e /deploy -e /distributions)
+	@# The real clusters, one package at a time: each runs kubelets on both cores.
+	$(GO) test -tags $(TAGS) -count=1 -p 1 -timeout 40m $(KUBE_PKGS)
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/attrcodec
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/attrcodec
 	$(GO) test -run '^$$' -fuzz '^FuzzCompactRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/compactcodec
@@ -97,6 +101,10 @@ demo: deps build peers ## A mini-cluster in network namespaces with flowtel depl
 .PHONY: e2e
 e2e: deps build peers ## Only the end-to-end testbed scenarios (root)
 	$(GO) test -tags $(TAGS) -count=1 -v ./testbed/e2e
+
+.PHONY: e2e-kube
+e2e-kube: deps build peers ## Only the real-cluster tests: kubelets, containerd, kube-proxy and CoreDNS, flowtel installed by its chart, kustomize and the Operator (root)
+	$(GO) test -tags $(TAGS) -count=1 -p 1 -v -timeout 40m $(KUBE_PKGS)
 
 .PHONY: load
 load: deps build peers ## Testbed load runs: node collector at 10k/100k connections, gateway throughput with 1 and 3 replicas (root; results in testbed/results.md)

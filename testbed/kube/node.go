@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flowtel/flowtel/testbed/controlplane"
+	"github.com/flowtel/flowtel/testbed/kube/images"
 	"github.com/flowtel/flowtel/testbed/netlab"
 )
 
@@ -241,11 +242,8 @@ state = "/run/containerd"
 // Import loads docker-archive image tarballs into the Node's containerd, where
 // the kubelet finds them (the k8s.io namespace).
 func (n *Node) Import(ctx context.Context, tarballs ...string) error {
-	for _, tb := range tarballs {
-		out, err := n.Command(ctx, "ctr", "--address", "/run/containerd/containerd.sock", "-n", "k8s.io", "images", "import", tb).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("importing %s on %s: %w: %s", tb, n.Name, err, out)
-		}
+	if err := images.Import(ctx, filepath.Join(n.Dir, "root", "/run/containerd", "containerd.sock"), tarballs...); err != nil {
+		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	return nil
 }

@@ -17,15 +17,6 @@ const (
 	// PauseImageName is the sandbox ("pause") image: the containerd
 	// configuration of the testbed's Nodes names it as sandbox_image.
 	PauseImageName = "flowtel.test/testbed/pause:1"
-	// EchoImageName is the traffic endpoint (cmd/echo): HTTP on EchoHTTPPort,
-	// TCP and UDP echo on EchoPort, and a client mode.
-	EchoImageName = "flowtel.test/testbed/echo:1"
-)
-
-// Ports the echo server listens on (see cmd/echo).
-const (
-	EchoHTTPPort = 8080
-	EchoPort     = 8081
 )
 
 const module = "github.com/flowtel/flowtel"
@@ -54,19 +45,5 @@ func Pause(ctx context.Context, outDir string) (Image, error) {
 		return Image{}, err
 	}
 	img.User = "65535:65535"
-	return img, nil
-}
-
-// Echo builds the traffic endpoint image (cmd/echo) into outDir. Its default
-// command (CMD) is the server; a Pod's args [client, --tcp, HOST:PORT, --bytes,
-// N] make it a client, as does `kubectl exec POD -- /echo client ...`. It runs
-// as root so tests may also give it host ports and capabilities.
-func Echo(ctx context.Context, outDir string) (Image, error) {
-	img, err := BuildGoImage(ctx, outDir, module+"/testbed/kube/images/cmd/echo", EchoImageName)
-	if err != nil {
-		return Image{}, err
-	}
-	img.Cmd = []string{"serve"}
-	img.ExposedPorts = []string{fmt.Sprintf("%d/tcp", EchoHTTPPort), fmt.Sprintf("%d/tcp", EchoPort), fmt.Sprintf("%d/udp", EchoPort)}
 	return img, nil
 }

@@ -5,9 +5,9 @@
 // A flowtel image is read from its distribution's Dockerfile (FromDockerfile),
 // so the Dockerfile stays the one description of what is in the image: the
 // builder understands the few instructions a FROM scratch stage of a static
-// binary needs and fails, naming the line, on any other. Two small images of
-// the testbed's own programs are built from Go packages (Pause, Echo). Each
-// image is one layer, written as a docker-archive tar (WriteDockerArchive, Save)
+// binary needs and fails, naming the line, on any other. The testbed's own
+// programs (the sandbox, the traffic tool) are built from Go packages (Pause,
+// BuildGoImage). Each image is one layer, written as a docker-archive tar (WriteDockerArchive, Save)
 // that `ctr images import` loads into the containerd of a kubelet (Import).
 //
 // In a test, after `make build`:
@@ -15,9 +15,8 @@
 //	dir := t.TempDir()
 //	node, err := images.FromDockerfile(images.RepoRoot(), "flowtel-node")
 //	pause, err := images.Pause(ctx, dir) // PauseImageName: containerd's sandbox_image
-//	echo, err := images.Echo(ctx, dir)
 //	var tars []string
-//	for _, img := range []images.Image{node, pause, echo} {
+//	for _, img := range []images.Image{node, pause} {
 //		p, err := images.Save(dir, img)
 //		tars = append(tars, p)
 //	}
