@@ -365,11 +365,11 @@ func (p *provisioner) converge(ctx context.Context, name string, want func(map[s
 			return nil, false, fmt.Errorf("secret %s/%s: %w", p.cfg.Namespace, name, err)
 		}
 		var refs []metav1.OwnerReference
-		owned := false // the owner was added to a Secret kept
+		addOwner := false // the Secret exists without the owner
 		if cur != nil {
-			refs, owned = p.withOwner(cur.OwnerReferences)
+			refs, addOwner = p.withOwner(cur.OwnerReferences)
 		}
-		if data == nil && !owned {
+		if data == nil && !addOwner {
 			return curData, false, nil
 		}
 		if cur == nil {
