@@ -35,10 +35,13 @@ type cluster struct {
 	kubeconfig string
 }
 
+// startCluster starts one that also enforces who may set owners, as OpenShift
+// does (OwnerReferencesPermissionEnforcement): the k8s_certificates extension
+// adds its owner to Secrets made before with the shipped Role alone.
 func startCluster(t *testing.T) cluster {
 	t.Helper()
 	kubectl(t)
-	cp := controlplane.Start(t)
+	cp := controlplane.StartWith(t, controlplane.Options{ExtraArgs: []string{"--enable-admission-plugins=OwnerReferencesPermissionEnforcement"}})
 	return cluster{cp, cp.Kubeconfig(t, "admin", cp.AdminToken)}
 }
 

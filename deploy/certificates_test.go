@@ -11,13 +11,16 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/flowtel/flowtel/distributions"
 	"github.com/flowtel/flowtel/extension/k8scertificatesextension"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
@@ -26,7 +29,9 @@ import (
 // else, and the gateway's k8s_certificates extension run with the gateway
 // ServiceAccount's token and only the shipped RBAC, creates every Secret the
 // Pods mount, with every key they mount, and the certificates chain as the
-// hops require (the node certificate to the node CA only).
+// hops require (the node certificate to the node CA only). Every Secret it
+// made belongs to the gateway's ServiceAccount, so `kubectl delete -k`
+// deletes them.
 func TestKustomizeMakesItsCertificates(t *testing.T) {
 	c := startCluster(t)
 	for _, dir := range []string{".", "examples/flow-stream"} {
@@ -40,15 +45,17 @@ func TestKustomizeMakesItsCertificates(t *testing.T) {
 				}
 			}
 		}
-		runCertificates(t, c, "flowtel", "flowtel")
+		settings, sa := shippedCertificates(t, "deploy/kubernetes/"+dir, objs)
+		runCertificates(t, c, "flowtel", settings, sa, false)
 		checkSecretVolumes(t, c, "deploy/kubernetes/"+dir, "flowtel", objs)
 	}
 	checkHops(t, c, "flowtel", "flowtel")
 }
 
 // TestHelmMakesItsCertificates: the same for `helm template` with the
-// default values (tls.provision), a release "lab" in namespace "obs"; and
-// tls.provision=false renders no extension.
+// default values (tls.provision), a release "lab" in namespace "obs", as an
+// upgrade: the Secrets an earlier version made without owner get theirs, so
+// `helm uninstall` deletes them; and tls.provision=false renders no extension.
 func TestHelmMakesItsCertificates(t *testing.T) {
 	helm(t)
 	c := startCluster(t)
@@ -57,7 +64,8 @@ func TestHelmMakesItsCertificates(t *testing.T) {
 	}
 	manifests := helmTemplate(t, "lab", "obs", "")
 	c.apply(t, "helm template", manifests)
-	runCertificates(t, c, "obs", "lab-flowtel")
+	settings, sa := shippedCertificates(t, "helm template", objects(t, manifests))
+	runCertificates(t, c, "obs", settings, sa, true)
 	checkSecretVolumes(t, c, "helm template", "obs", objects(t, manifests))
 	checkHops(t, c, "obs", "lab-flowtel")
 	off := run(t, nil, helm(t), "template", "lab", chartDir(), "--namespace", "obs", "--set", "tls.provision=false")
@@ -85,10 +93,15 @@ func TestOperatorMakesItsCertificates(t *testing.T) {
 	}
 	_, gw := operatorCRs(t)
 	raw := operatorCollector(t, "operator", gw).validate(t)
-	if _, ok := at(raw, "extensions", "k8s_certificates").(map[string]any); !ok {
+	settings, ok := at(raw, "extensions", "k8s_certificates").(map[string]any)
+	if !ok {
 		t.Fatal("the gateway CR's configuration has no k8s_certificates extension")
 	}
-	runCertificates(t, c, "flowtel", "flowtel")
+	sa, _, _ := unstructured.NestedString(gw.Object, "spec", "serviceAccount")
+	if got := settings["owner_service_account"]; got != sa {
+		t.Errorf("the gateway CR's owner_service_account %v, want its spec.serviceAccount %q", got, sa)
+	}
+	runCertificates(t, c, "flowtel", settings, sa, false)
 	checkSecretVolumes(t, c, "deploy/operator", "flowtel", objs)
 	checkHops(t, c, "flowtel", "flowtel")
 
@@ -134,27 +147,100 @@ func checkSecretVolumes(t *testing.T, c cluster, what, namespace string, objs []
 	}
 }
 
-// runCertificates starts and stops the k8s_certificates extension as the
-// gateway's ServiceAccount (<prefix>-gateway), with the names the deployment
-// gives it.
-func runCertificates(t *testing.T, c cluster, namespace, prefix string) {
+// shippedCertificates returns the k8s_certificates settings of the one
+// collector the manifests run it in (the gateway; the flow stream fan-in runs
+// the gateway distribution without it) and its Pods' ServiceAccount.
+func shippedCertificates(t *testing.T, what string, objs []*unstructured.Unstructured) (map[string]any, string) {
 	t.Helper()
-	sa := prefix + "-gateway"
+	var (
+		settings map[string]any
+		sa       string
+	)
+	for _, c := range workloadCollectors(t, what, objs) {
+		if c.dist != distributions.Gateway {
+			continue
+		}
+		if s, ok := at(c.validate(t), "extensions", "k8s_certificates").(map[string]any); ok {
+			if settings != nil {
+				t.Fatalf("%s: two collectors run k8s_certificates", what)
+			}
+			settings, sa = s, c.pod.Spec.ServiceAccountName
+		}
+	}
+	if settings == nil {
+		t.Fatalf("%s: no collector runs k8s_certificates", what)
+	}
+	return settings, sa
+}
+
+// runCertificates starts and stops the k8s_certificates extension as the
+// gateway's ServiceAccount sa, with the settings the deployment gives it
+// (outside a Pod: the namespace and credentials given, no certificate files
+// waited for), and checks that every Secret it manages belongs to sa. With
+// upgrade it runs first as before owner_service_account, so the Secrets exist
+// without owner and get it.
+func runCertificates(t *testing.T, c cluster, namespace string, settings map[string]any, sa string, upgrade bool) {
+	t.Helper()
 	token := serviceAccountToken(t, c, namespace, sa)
 	f := k8scertificatesextension.NewFactory()
 	cfg := f.CreateDefaultConfig().(*k8scertificatesextension.Config)
+	if err := confmap.NewFromStringMap(settings).Unmarshal(cfg); err != nil {
+		t.Fatal(err)
+	}
 	cfg.AuthType, cfg.KubeConfig, cfg.Namespace = k8sindex.AuthKubeConfig, c.Kubeconfig(t, namespace+"-"+sa, token), namespace
-	cfg.GatewayName, cfg.NodeName, cfg.FlowStreamName = prefix+"-gateway", prefix+"-node", prefix+"-flowstream"
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	cfg.WaitForFiles = nil
+	run := func(cfg *k8scertificatesextension.Config) {
+		t.Helper()
+		set := extensiontest.NewNopSettings(f.Type())
+		set.Logger = zaptest.NewLogger(t)
+		ext, err := f.Create(context.Background(), set, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+			t.Fatal(err)
+		}
+		if err := ext.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+	if upgrade {
+		earlier := *cfg
+		earlier.OwnerServiceAccount = ""
+		run(&earlier)
+		for _, s := range managedSecrets(t, c, namespace) {
+			if len(s.OwnerReferences) > 0 {
+				t.Fatalf("Secret %s made without owner_service_account has owners %v: the upgrade proves nothing", s.Name, s.OwnerReferences)
+			}
+		}
+	}
+	run(cfg)
+
+	owner, err := c.Admin.CoreV1().ServiceAccounts(namespace).Get(context.Background(), sa, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	secrets := managedSecrets(t, c, namespace)
+	if len(secrets) != 7 {
+		t.Errorf("%d Secrets managed by the extension in %s, want 7", len(secrets), namespace)
+	}
+	for _, s := range secrets {
+		refs := s.OwnerReferences
+		if len(refs) != 1 || refs[0].APIVersion != "v1" || refs[0].Kind != "ServiceAccount" || refs[0].Name != sa || refs[0].UID != owner.UID ||
+			(refs[0].Controller != nil && *refs[0].Controller) || refs[0].BlockOwnerDeletion == nil || *refs[0].BlockOwnerDeletion {
+			t.Errorf("Secret %s/%s is owned by %+v, want ServiceAccount %s (UID %s) alone, no controller, blockOwnerDeletion false", namespace, s.Name, refs, sa, owner.UID)
+		}
+	}
+}
+
+// managedSecrets are the Secrets the k8s_certificates extension manages: its label.
+func managedSecrets(t *testing.T, c cluster, namespace string) []corev1.Secret {
+	t.Helper()
+	list, err := c.Admin.CoreV1().Secrets(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=flowtel-k8s-certificates"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ext.Shutdown(context.Background()); err != nil {
-		t.Error(err)
-	}
+	return list.Items
 }
 
 // secretVolumes lists the Secret volumes of every workload's Pod template.

@@ -193,6 +193,7 @@ func checkWorkloads(t *testing.T, r rendered) {
 	checkPDB(t, r.objs, gw)
 	checkSinks(t, gw, gwRaw)
 	checkBinding(t, r.objs, node)
+	checkCertificatesOwner(t, r.objs, gw, gwRaw)
 	if gatewayIndex(gwRaw) {
 		checkBinding(t, r.objs, gw)
 	}
@@ -204,6 +205,25 @@ func gatewayIndex(raw map[string]any) bool {
 	fc, _ := at(raw, "processors", "flow_correlation").(map[string]any)
 	_, on := fc["kubernetes"]
 	return on
+}
+
+// checkCertificatesOwner: where the gateway runs k8s_certificates, the
+// Secrets belong to the gateway Pods' own ServiceAccount, one of the
+// manifests: it lives as long as the install, so uninstalling deletes them.
+func checkCertificatesOwner(t *testing.T, objs []*unstructured.Unstructured, gw collector, raw map[string]any) {
+	t.Helper()
+	if at(raw, "extensions", "k8s_certificates") == nil {
+		return
+	}
+	sa := gw.pod.Spec.ServiceAccountName
+	if got := at(raw, "extensions", "k8s_certificates", "owner_service_account"); got != sa {
+		t.Errorf("%s: k8s_certificates owner_service_account %v, want the gateway Pods' ServiceAccount %q", gw.source, got, sa)
+	}
+	if !slices.ContainsFunc(find(objs, "ServiceAccount"), func(o *unstructured.Unstructured) bool {
+		return o.GetNamespace() == gw.namespace && o.GetName() == sa
+	}) {
+		t.Errorf("%s: ServiceAccount %s/%s, the certificate Secrets' owner, is not in the manifests", gw.source, gw.namespace, sa)
+	}
 }
 
 // A collector's ServiceAccount exists in its namespace and a

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -30,6 +32,12 @@ type Config struct {
 	// FlowStreamName is the flow stream fan-in Service's name: its
 	// certificate is <flowstream_name>-tls, for <flowstream_name>.<namespace>.svc.
 	FlowStreamName string `mapstructure:"flowstream_name"`
+	// OwnerServiceAccount names a ServiceAccount in the namespace that every
+	// Secret the extension manages belongs to (an ownerReference): Kubernetes
+	// deletes the Secrets with it. The gateway's own ServiceAccount, which
+	// lives as long as the install and survives upgrades. Empty: the Secrets
+	// belong to nothing and outlive the install.
+	OwnerServiceAccount string `mapstructure:"owner_service_account"`
 	// CAValidity is how long a new CA lasts.
 	CAValidity time.Duration `mapstructure:"ca_validity"`
 	// CARenewBefore: a CA with less validity left gets a successor, published
@@ -84,6 +92,11 @@ func (c *Config) Validate() error {
 	for _, n := range []struct{ key, value string }{{"gateway_name", c.GatewayName}, {"node_name", c.NodeName}, {"flowstream_name", c.FlowStreamName}} {
 		if n.value == "" {
 			errs = append(errs, fmt.Errorf("%s: required (got \"\"); set the name the Pods' Secrets start with", n.key))
+		}
+	}
+	if c.OwnerServiceAccount != "" {
+		if len(validation.IsDNS1123Subdomain(c.OwnerServiceAccount)) > 0 {
+			errs = append(errs, fmt.Errorf("owner_service_account: not a ServiceAccount name (got %q); lower case letters, digits, '-' and '.', at most 253, starting and ending with a letter or digit", c.OwnerServiceAccount))
 		}
 	}
 	for _, d := range []struct {

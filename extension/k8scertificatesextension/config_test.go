@@ -18,6 +18,7 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "helm", Want: configtest.Defaults(f, func(c *Config) {
 			c.Namespace = "netflows"
 			c.GatewayName, c.NodeName, c.FlowStreamName = "lab-flowtel-gateway", "lab-flowtel-node", "lab-flowtel-flowstream"
+			c.OwnerServiceAccount = "lab-flowtel-gateway"
 			c.Validity, c.RenewBefore, c.CheckInterval = 720*time.Hour, 240*time.Hour, 10*time.Minute
 		})},
 		{Name: "kubeconfig", Want: configtest.Defaults(f, func(c *Config) {
@@ -31,6 +32,7 @@ func TestLoadConfig(t *testing.T) {
 			`node_name: required (got ""); set the name the Pods' Secrets start with`,
 			`flowstream_name: required (got ""); set the name the Pods' Secrets start with`,
 		}},
+		{Name: "bad_owner", Err: `owner_service_account: not a ServiceAccount name (got "flowtel_gateway"); lower case letters, digits, '-' and '.', at most 253, starting and ending with a letter or digit`},
 		{Name: "renew_after_expiry", Err: "renew_before: must be shorter than validity (got 48h0m0s, validity 24h0m0s); every check would reissue"},
 		{Name: "slow_checks", Err: "check_interval: must be shorter than renew_before (got 800h0m0s, renew_before 720h0m0s); a certificate could expire between checks"},
 		{Name: "zero_validity", WantErr: []string{

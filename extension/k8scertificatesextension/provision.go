@@ -18,7 +18,9 @@ import (
 
 // The label on every Secret the extension manages. A Secret of one of its
 // names without it was made by someone else (deploy/certs.sh, cert-manager,
-// your PKI): then the extension changes nothing.
+// your PKI): then the extension changes nothing. With owner_service_account,
+// every Secret with the label also belongs to that ServiceAccount (an
+// ownerReference), so Kubernetes deletes them with the install.
 const (
 	managedByLabel = "app.kubernetes.io/managed-by"
 	managedByValue = "flowtel-k8s-certificates"
@@ -46,6 +48,48 @@ type provisioner struct {
 	cfg    *Config
 	logger *zap.Logger
 	now    func() time.Time
+	// owner is the reference every Secret it writes carries, read from
+	// owner_service_account at the start of each check (nil without it).
+	owner *metav1.OwnerReference
+}
+
+// readOwner reads owner_service_account and returns the reference the
+// Secrets carry to it: not a controller, and blockOwnerDeletion false, so
+// that setting it needs no permission on the ServiceAccount's finalizers. It
+// is read at every check, so a ServiceAccount made anew (another UID) is
+// followed.
+func (p *provisioner) readOwner(ctx context.Context) (*metav1.OwnerReference, error) {
+	name, ns := p.cfg.OwnerServiceAccount, p.cfg.Namespace
+	if name == "" {
+		return nil, nil
+	}
+	sa, err := p.client.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("owner_service_account: may not read ServiceAccount %s/%s, which the certificate Secrets belong to: grant get on serviceaccounts, resourceNames [%s], in namespace %s (the certificates Role): %w", ns, name, name, ns, err)
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("owner_service_account: ServiceAccount %s/%s, which the certificate Secrets would belong to, does not exist; set the gateway's own ServiceAccount (its Pods' serviceAccountName): %w", ns, name, err)
+	case err != nil:
+		return nil, fmt.Errorf("owner_service_account: reading ServiceAccount %s/%s: %w", ns, name, err)
+	}
+	return &metav1.OwnerReference{APIVersion: "v1", Kind: "ServiceAccount", Name: sa.Name, UID: sa.UID, BlockOwnerDeletion: new(false)}, nil
+}
+
+// withOwner returns refs with p.owner in it, and whether they lacked it. A
+// reference to a ServiceAccount of the same name with another UID (deleted
+// and made anew) is replaced; every other reference is kept.
+func (p *provisioner) withOwner(refs []metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
+	o := p.owner
+	if o == nil {
+		return refs, false
+	}
+	if slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == o.UID }) {
+		return refs, false
+	}
+	out := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool {
+		return r.APIVersion == o.APIVersion && r.Kind == o.Kind && r.Name == o.Name
+	})
+	return append(out, *o), true
 }
 
 // secretNames lists every Secret the provisioner writes, the CA keys first.
@@ -98,12 +142,22 @@ func (p *provisioner) foreign(ctx context.Context) (names, expiring []string, er
 // updated only at the resourceVersion read, so the first write wins and the
 // others read what it wrote.
 func (p *provisioner) ensure(ctx context.Context) ([]string, error) {
-	if names, expiring, err := p.foreign(ctx); err != nil {
+	names, expiring, err := p.foreign(ctx)
+	if err != nil {
 		return nil, err
-	} else if len(names) > 0 {
+	}
+	if len(names) > 0 {
 		err := fmt.Errorf("the Secrets %v in %s: %w; the extension leaves every certificate alone (bring your own certificates)", names, p.cfg.Namespace, errNotOurs)
 		if len(expiring) > 0 {
 			err = fmt.Errorf("%w: %v; renew them where they were made: %w", errCAExpiring, expiring, err)
+		}
+		return nil, err
+	}
+	// Nothing is written without the owner: a Secret made without it would
+	// outlive the install.
+	if p.owner, err = p.readOwner(ctx); err != nil {
+		if len(expiring) > 0 {
+			err = fmt.Errorf("%w: %v: %w", errCAExpiring, expiring, err)
 		}
 		return nil, err
 	}
@@ -282,8 +336,10 @@ const maxAttempts = 5
 
 // converge reads the Secret name and asks want for its data: nil keeps it,
 // anything else is written, created if absent or updated at the
-// resourceVersion read. A lost race (AlreadyExists, Conflict) reads again, so
-// want sees the winner's data. It returns the data the Secret holds after.
+// resourceVersion read. A Secret it keeps that lacks the owner gets it (not
+// counted as written: its data is unchanged). A lost race (AlreadyExists,
+// Conflict) reads again, so want sees the winner's data. It returns the data
+// the Secret holds after and whether its data was written.
 func (p *provisioner) converge(ctx context.Context, name string, want func(map[string][]byte) (map[string][]byte, corev1.SecretType, error)) (map[string][]byte, bool, error) {
 	secrets := p.client.CoreV1().Secrets(p.cfg.Namespace)
 	for range maxAttempts {
@@ -308,7 +364,12 @@ func (p *provisioner) converge(ctx context.Context, name string, want func(map[s
 		if err != nil {
 			return nil, false, fmt.Errorf("secret %s/%s: %w", p.cfg.Namespace, name, err)
 		}
-		if data == nil {
+		var refs []metav1.OwnerReference
+		addOwner := false // the Secret exists without the owner
+		if cur != nil {
+			refs, addOwner = p.withOwner(cur.OwnerReferences)
+		}
+		if data == nil && !addOwner {
 			return curData, false, nil
 		}
 		if cur == nil {
@@ -317,14 +378,24 @@ func (p *provisioner) converge(ctx context.Context, name string, want func(map[s
 				Type:       typ,
 				Data:       data,
 			}
+			if p.owner != nil {
+				s.OwnerReferences = []metav1.OwnerReference{*p.owner}
+			}
 			_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
 		} else {
 			// The type is immutable and the extension's own Secrets keep theirs.
 			next := cur.DeepCopy()
-			next.Data = data
+			if data != nil {
+				next.Data = data
+			}
+			next.OwnerReferences = refs
 			_, err = secrets.Update(ctx, next, metav1.UpdateOptions{})
 		}
 		switch {
+		case err == nil && data == nil:
+			p.logger.Info("certificate Secret given its owner: Kubernetes deletes it with the ServiceAccount",
+				zap.String("secret", name), zap.String("owner_service_account", p.owner.Name))
+			return curData, false, nil
 		case err == nil:
 			return data, true, nil
 		case apierrors.IsAlreadyExists(err), apierrors.IsConflict(err):

@@ -114,7 +114,8 @@ func Binaries() (string, error) {
 // Start runs etcd and kube-apiserver on free loopback ports until the test ends.
 func Start(t testing.TB) *ControlPlane { return StartWith(t, Options{}) }
 
-// Options places the control plane for a cluster with real kubelets.
+// Options places the control plane for a cluster with real kubelets, or
+// changes the API server's flags.
 type Options struct {
 	// NetNS is a network namespace (a path under /run/netns) to run etcd and
 	// the API server in; "" runs them in the test's own, on loopback.
@@ -124,7 +125,8 @@ type Options struct {
 	Address string
 	// Dial reaches NetNS's addresses from the test process.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// ExtraArgs are added to the API server's flags.
+	// ExtraArgs are added to the API server's flags, with or without NetNS
+	// (for instance --enable-admission-plugins=...).
 	ExtraArgs []string
 }
 
@@ -192,7 +194,6 @@ func StartWith(t testing.TB, o Options) *ControlPlane {
 			"--kubelet-client-certificate="+kcert, "--kubelet-client-key="+kkey,
 			"--kubelet-preferred-address-types=InternalIP",
 			"--allow-privileged=true")
-		args = append(args, o.ExtraArgs...)
 	} else {
 		args = append(args, "--authorization-mode=RBAC",
 			// No controller manager creates the default ServiceAccount.
@@ -200,6 +201,7 @@ func StartWith(t testing.TB, o Options) *ControlPlane {
 			// Required with a loopback advertise address.
 			"--endpoint-reconciler-type=none")
 	}
+	args = append(args, o.ExtraArgs...)
 	cp.start(t, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), args...)
 	cp.URL = fmt.Sprintf("https://%s", net.JoinHostPort(bind, fmt.Sprint(apiPort)))
 	cfg := cp.Config(cp.AdminToken)

@@ -138,8 +138,9 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 {{- $_ := set $cfg.service "extensions" (without $cfg.service.extensions "server_tls") -}}
 {{- end }}
 {{- if and .Values.tls.enabled .Values.tls.provision }}
-{{- /* The gateway makes and renews the certificates (the Role in gateway-certificates-rbac.yaml). */ -}}
-{{- $_ := set $cfg.extensions "k8s_certificates" (dict "auth_type" "serviceAccount" "wait_for_files" (list "/etc/flowtel/tls/tls.crt" "/etc/flowtel/tls/tls.key") "gateway_name" (include "flowtel.gateway.fullname" .) "node_name" (include "flowtel.node.fullname" .) "flowstream_name" (include "flowtel.flowstream.fullname" .)) -}}
+{{- /* The gateway makes and renews the certificates (the Role in gateway-certificates-rbac.yaml),
+       in Secrets that belong to its ServiceAccount (gateway-statefulset.yaml): helm uninstall deletes them. */ -}}
+{{- $_ := set $cfg.extensions "k8s_certificates" (dict "auth_type" "serviceAccount" "wait_for_files" (list "/etc/flowtel/tls/tls.crt" "/etc/flowtel/tls/tls.key") "gateway_name" (include "flowtel.gateway.fullname" .) "node_name" (include "flowtel.node.fullname" .) "flowstream_name" (include "flowtel.flowstream.fullname" .) "owner_service_account" (include "flowtel.gateway.fullname" .)) -}}
 {{- $_ := set $cfg.service "extensions" (append $cfg.service.extensions "k8s_certificates") -}}
 {{- end }}
 {{- if not (include "flowtel.nodeIdentity" .) }}
