@@ -113,7 +113,6 @@ type expect struct {
 	dstPod, dstNode, dstKind string
 	service, correlation     string
 	srcIsClient              bool
-	srcAddr                  func(*world) string
 }
 
 // world is what the scenario learns from the API: Pod names and addresses,
