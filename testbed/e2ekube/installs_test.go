@@ -15,7 +15,8 @@ import (
 )
 
 // TestKubeInstalls installs flowtel every way the repository ships, one after
-// the other on one cluster: the chart with each ci/*-values.yaml, the
+// the other on one cluster: the chart with each ci/*-values.yaml, two
+// releases side by side, the Operator's CRs under its real manager, the
 // kustomize base and each example that needs no service from outside. Each
 // must come up (every Pod Ready, no restart) and go without a trace.
 func TestKubeInstalls(t *testing.T) {
@@ -58,6 +59,24 @@ func TestKubeInstalls(t *testing.T) {
 			b.kubectl(t, "delete", "-f", filepath.Join(root, "deploy/operator", f), "--wait=true", "--timeout=2m")
 		}
 		b.requireNothingLeft(t, "flowtel", "flowtel")
+	})
+
+	// Two releases of one name, in two Namespaces, on the same Nodes at once
+	// (a second team's install, or a trial beside production): their
+	// cluster-wide objects and their Nodes' storage directories are their
+	// own, so both come up and neither restarts. The node collectors' ports
+	// are the Nodes' (hostNetwork): the second release chooses its own, or the
+	// scheduler keeps its Pods Pending ("didn't have free ports").
+	t.Run("helm/two-releases", func(t *testing.T) {
+		b.installFlowtel(t, "flowtel", "flowtel")
+		b.installFlowtel(t, "flowtel", "flowtel-trial", "--set", "node.healthPort=13234", "--set", "node.metricsPort=18889")
+		time.Sleep(10 * time.Second)
+		b.requireNoRestarts(t)
+		for _, ns := range []string{"flowtel", "flowtel-trial"} {
+			b.helmRun(t, "uninstall", "flowtel", "-n", ns, "--wait", "--timeout", "2m")
+			b.requireNothingLeft(t, "flowtel", ns)
+			b.kubectl(t, "delete", "namespace", ns, "--wait=true", "--timeout=2m")
+		}
 	})
 
 	kustomizations := map[string]string{
@@ -162,18 +181,4 @@ func (b *bed) waitOperands(t *testing.T, namespace string, n int) {
 		time.Sleep(time.Second)
 	}
 	b.waitRollouts(t, namespace)
-}
-
-// TestKubeTwoInstalls: two releases of one name, in two Namespaces, on the
-// same Nodes at once (a second team's install, or a trial beside
-// production): their cluster-wide objects and their Nodes' storage
-// directories are their own, so both come up and neither restarts. The node
-// collectors' ports are the Nodes' (hostNetwork): the second release chooses
-// its own, or the scheduler keeps its Pods Pending ("didn't have free ports").
-func TestKubeTwoInstalls(t *testing.T) {
-	b := startBed(t, "iptables")
-	b.installFlowtel(t, "flowtel", "flowtel")
-	b.installFlowtel(t, "flowtel", "flowtel-trial", "--set", "node.healthPort=13234", "--set", "node.metricsPort=18889")
-	time.Sleep(10 * time.Second)
-	b.requireNoRestarts(t)
 }
