@@ -31,6 +31,7 @@ func TestKubeInstalls(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(v), "-values.yaml")
 		t.Run("helm/"+name, func(t *testing.T) {
 			ns := "ci-" + name
+			before := b.clusterWide(t)
 			// What a values file names but the chart does not make: the
 			// ClickHouse credentials of all-sinks-mtls.
 			b.kubectl(t, "create", "namespace", ns)
@@ -41,13 +42,14 @@ func TestKubeInstalls(t *testing.T) {
 			t.Logf("helm install -f %s --wait: %s", filepath.Base(v), time.Since(start).Round(time.Second))
 			b.requireNoRestarts(t)
 			b.helmRun(t, "uninstall", "flowtel", "-n", ns, "--wait", "--timeout", "2m")
-			b.requireNothingLeft(t, "flowtel", ns, "secret/clickhouse-credentials")
+			b.requireNothingLeft(t, before, ns, "secret/clickhouse-credentials")
 			b.kubectl(t, "delete", "namespace", ns, "--wait=false")
 		})
 	}
 
 	t.Run("operator", func(t *testing.T) {
 		b.startOperator(t)
+		before := b.clusterWide(t)
 		start := time.Now()
 		for _, f := range []string{"rbac.yaml", "gateway.yaml", "node.yaml", "flowstream.yaml"} {
 			b.kubectl(t, "apply", "-f", filepath.Join(root, "deploy/operator", f))
@@ -58,7 +60,7 @@ func TestKubeInstalls(t *testing.T) {
 		for _, f := range []string{"flowstream.yaml", "node.yaml", "gateway.yaml", "rbac.yaml"} {
 			b.kubectl(t, "delete", "-f", filepath.Join(root, "deploy/operator", f), "--wait=true", "--timeout=2m")
 		}
-		b.requireNothingLeft(t, "flowtel", "flowtel")
+		b.requireNothingLeft(t, before, "flowtel")
 	})
 
 	// Two releases of one name, in two Namespaces, on the same Nodes at once
@@ -68,13 +70,16 @@ func TestKubeInstalls(t *testing.T) {
 	// are the Nodes' (hostNetwork): the second release chooses its own, or the
 	// scheduler keeps its Pods Pending ("didn't have free ports").
 	t.Run("helm/two-releases", func(t *testing.T) {
+		before := b.clusterWide(t)
 		b.installFlowtel(t, "flowtel", "flowtel")
 		b.installFlowtel(t, "flowtel", "flowtel-trial", "--set", "node.healthPort=13234", "--set", "node.metricsPort=18889")
 		time.Sleep(10 * time.Second)
 		b.requireNoRestarts(t)
 		for _, ns := range []string{"flowtel", "flowtel-trial"} {
 			b.helmRun(t, "uninstall", "flowtel", "-n", ns, "--wait", "--timeout", "2m")
-			b.requireNothingLeft(t, "flowtel", ns)
+		}
+		for _, ns := range []string{"flowtel", "flowtel-trial"} {
+			b.requireNothingLeft(t, before, ns)
 			b.kubectl(t, "delete", "namespace", ns, "--wait=true", "--timeout=2m")
 		}
 	})
@@ -89,6 +94,7 @@ func TestKubeInstalls(t *testing.T) {
 	for _, name := range []string{"base", "antrea-flow-aggregator", "flow-stream", "no-client-auth", "other-namespace"} {
 		t.Run("kustomize/"+name, func(t *testing.T) {
 			dir := filepath.Join(root, kustomizations[name])
+			before := b.clusterWide(t)
 			start := time.Now()
 			b.kubectl(t, "apply", "-k", dir)
 			ns := b.namespaceOf(t, dir)
@@ -105,7 +111,7 @@ func TestKubeInstalls(t *testing.T) {
 			t.Logf("kubectl apply -k %s: Ready in %s", kustomizations[name], time.Since(start).Round(time.Second))
 			b.requireNoRestarts(t)
 			b.kubectl(t, "delete", "-k", dir, "--ignore-not-found", "--wait=true", "--timeout=2m")
-			b.requireNothingLeft(t, "flowtel", ns)
+			b.requireNothingLeft(t, before, ns)
 		})
 	}
 }

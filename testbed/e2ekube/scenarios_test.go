@@ -348,6 +348,7 @@ func (b *bed) runCases(t *testing.T, w *world, cs []kcase) {
 // real Pods, and checks each one is one correct row in ClickHouse.
 func TestKubeProxyIptables(t *testing.T) {
 	b := startBed(t, "iptables")
+	before := b.clusterWide(t)
 	b.installFlowtel(t, "flowtel", "flowtel")
 	b.apply(t, workloads)
 	b.kubectl(t, "wait", "-n", "shop", "--for=condition=Available", "deployment", "--all", "--timeout=2m")
@@ -382,7 +383,7 @@ func TestKubeProxyIptables(t *testing.T) {
 
 	t.Log("day two: helm uninstall leaves nothing behind")
 	b.helmRun(t, "uninstall", "flowtel", "-n", "flowtel", "--wait", "--timeout", "2m")
-	b.requireNothingLeft(t, "flowtel", "flowtel")
+	b.requireNothingLeft(t, before, "flowtel")
 }
 
 // shifted is cs with source ports moved by d: the same connections again, found apart.
@@ -393,10 +394,24 @@ func shifted(cs []kcase, d uint16) []kcase {
 	return cs
 }
 
-// requireNothingLeft fails when a release left objects in its namespace
+// clusterWide lists the cluster-scoped objects an install may make, to tell
+// afterwards what it left. (No APIServices: flowtel ships none, and the API
+// server adds one per CRD group version, e.g. for the Operator's CRDs.)
+func (b *bed) clusterWide(t *testing.T) map[string]bool {
+	t.Helper()
+	out := b.kubectl(t, "get", "clusterroles,clusterrolebindings,mutatingwebhookconfigurations,validatingwebhookconfigurations,priorityclasses", "-o", "name")
+	names := map[string]bool{}
+	for _, l := range strings.Fields(out) {
+		names[l] = true
+	}
+	return names
+}
+
+// requireNothingLeft fails when an uninstall left objects in namespace
 // (beyond what Kubernetes itself puts in every namespace, and keep: the
-// user's own) or cluster-wide objects named after it.
-func (b *bed) requireNothingLeft(t *testing.T, release, namespace string, keep ...string) {
+// user's own) or cluster-scoped objects that were not there before it
+// (clusterWide's list).
+func (b *bed) requireNothingLeft(t *testing.T, before map[string]bool, namespace string, keep ...string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -408,9 +423,8 @@ func (b *bed) requireNothingLeft(t *testing.T, release, namespace string, keep .
 				left = append(left, namespace+": "+l)
 			}
 		}
-		out = b.kubectl(t, "get", "clusterroles,clusterrolebindings,mutatingwebhookconfigurations,validatingwebhookconfigurations,apiservices", "-o", "name")
-		for _, l := range strings.Fields(out) {
-			if strings.Contains(l, release) {
+		for l := range b.clusterWide(t) {
+			if !before[l] {
 				left = append(left, l)
 			}
 		}
@@ -418,6 +432,7 @@ func (b *bed) requireNothingLeft(t *testing.T, release, namespace string, keep .
 			return
 		}
 		if time.Now().After(deadline) {
+			slices.Sort(left)
 			t.Fatalf("left behind after uninstall:\n%s", strings.Join(left, "\n"))
 		}
 		time.Sleep(time.Second)
