@@ -125,6 +125,20 @@ type world struct {
 
 type podInfo struct{ name, ip, node string }
 
+// startWorkloads applies the scenario's workloads and waits until every Pod
+// is reachable, through its Services too, from every Node.
+func (b *bed) startWorkloads(t *testing.T) *world {
+	t.Helper()
+	b.apply(t, workloads)
+	b.kubectl(t, "wait", "-n", "shop", "--for=condition=Available", "deployment", "--all", "--timeout=2m")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := b.WaitServiceRules(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	return b.learn(t)
+}
+
 func (b *bed) learn(t *testing.T) *world {
 	t.Helper()
 	ctx := context.Background()
@@ -350,9 +364,7 @@ func TestKubeProxyIptables(t *testing.T) {
 	b := startBed(t, "iptables")
 	before := b.clusterWide(t)
 	b.installFlowtel(t, "flowtel", "flowtel")
-	b.apply(t, workloads)
-	b.kubectl(t, "wait", "-n", "shop", "--for=condition=Available", "deployment", "--all", "--timeout=2m")
-	w := b.learn(t)
+	w := b.startWorkloads(t)
 	b.runCases(t, w, cases())
 	b.checkCases(t, w, cases(), 90*time.Second, 10*time.Second)
 
@@ -521,9 +533,7 @@ func (b *bed) checkTransfers(t *testing.T, sports []uint16, pull int, timeout, s
 func TestKubeProxyNftables(t *testing.T) {
 	b := startBed(t, "nftables")
 	b.installFlowtel(t, "flowtel", "flowtel")
-	b.apply(t, workloads)
-	b.kubectl(t, "wait", "-n", "shop", "--for=condition=Available", "deployment", "--all", "--timeout=2m")
-	w := b.learn(t)
+	w := b.startWorkloads(t)
 	b.runCases(t, w, cases())
 	b.checkCases(t, w, cases(), 90*time.Second, 10*time.Second)
 	b.requireNoRestarts(t)

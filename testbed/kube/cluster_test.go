@@ -61,6 +61,9 @@ spec:
 		events, _ := c.Kubectl(ctx, "get", "events", "-A")
 		t.Fatalf("%v %s\n%s", err, out, events)
 	}
+	if err := c.WaitServiceRules(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
 	out, err := c.Kubectl(ctx, "exec", "client", "--", "/flowpeer", "send", "-proto", "tcp", "-to", "server.default.svc.cluster.local:80", "-bytes", "100", "-timeout", "20s")
 	if err != nil {
 		t.Fatal(err, out)
