@@ -381,13 +381,11 @@ func TestKubeProxyIptables(t *testing.T) {
 	t.Log("day two: helm upgrade with a changed value, then the scenario again")
 	b.helmRun(t, "upgrade", "flowtel", b.chart, "-n", "flowtel", "--reuse-values", "--wait", "--timeout", "4m",
 		"--set", "node.conntrack.poll_interval=2s")
-	// Open defect, seen once in five runs: a connection made in the first
-	// seconds after node collectors restart was once reported twice (an
-	// unpaired row beside the paired chain, deltas over the totals; the
-	// NodePort case). Until its cause is found and fixed, the scenario waits
-	// for the upgraded collectors to settle; the rollout restarts above are
-	// checked without this wait.
-	time.Sleep(15 * time.Second)
+	// No wait for the upgraded collectors to settle: a connection made while
+	// they start is reported once too. (It was not, 1 run in 5, while the
+	// node retried whole batches: a part a gateway took went again to another
+	// one when the ring changed between tries, as it does while a restarted
+	// node collector's resolver fills; see TestNodeSendsEachRecordToItsReplicaOnce.)
 	again := shifted(cases(), 100)
 	b.runCases(t, w, again)
 	b.checkCases(t, w, again, 90*time.Second, 5*time.Second)
