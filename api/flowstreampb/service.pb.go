@@ -392,7 +392,11 @@ type GetFlowsResponse struct {
 	// Set on the first response of a stream that asked to resume from another
 	// epoch: records between the token and the oldest one held may be lost,
 	// how many is unknown (dropped_count does not count them).
-	ResumeReset   bool `protobuf:"varint,1001,opt,name=resume_reset,json=resumeReset,proto3" json:"resume_reset,omitempty"`
+	ResumeReset bool `protobuf:"varint,1001,opt,name=resume_reset,json=resumeReset,proto3" json:"resume_reset,omitempty"`
+	// Set on the response that ends the part of the stream served from the
+	// flow history (ClickHouse), when the request's since was older than the
+	// records the server holds in memory; never on an in-memory-only stream.
+	History       *HistoryStatus `protobuf:"bytes,1002,opt,name=history,proto3" json:"history,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -462,6 +466,91 @@ func (x *GetFlowsResponse) GetResumeReset() bool {
 	return false
 }
 
+func (x *GetFlowsResponse) GetHistory() *HistoryStatus {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+// HistoryStatus says how much of the flow history a stream was served.
+type HistoryStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Rows the server read from the history (before the client's filters and
+	// redaction, which may leave fewer flows).
+	Rows uint64 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	// The server bounded the query at its row limit (max_rows): the history
+	// stops before continue_since, and the stream ends without the live part,
+	// even with follow. Ask again with since = continue_since for the rest.
+	Truncated bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// With truncated: the since of the request that continues the history,
+	// with no record left out and none sent twice (the history is sent in
+	// whole seconds of end time).
+	ContinueSince *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=continue_since,json=continueSince,proto3" json:"continue_since,omitempty"`
+	// The server's row limit.
+	MaxRows       uint64 `protobuf:"varint,4,opt,name=max_rows,json=maxRows,proto3" json:"max_rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryStatus) Reset() {
+	*x = HistoryStatus{}
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryStatus) ProtoMessage() {}
+
+func (x *HistoryStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryStatus.ProtoReflect.Descriptor instead.
+func (*HistoryStatus) Descriptor() ([]byte, []int) {
+	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *HistoryStatus) GetRows() uint64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *HistoryStatus) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *HistoryStatus) GetContinueSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ContinueSince
+	}
+	return nil
+}
+
+func (x *HistoryStatus) GetMaxRows() uint64 {
+	if x != nil {
+		return x.MaxRows
+	}
+	return 0
+}
+
 type ExportRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Flows         []*Flow                `protobuf:"bytes,1,rep,name=flows,proto3" json:"flows,omitempty"`
@@ -471,7 +560,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[5]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +572,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[5]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +585,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{5}
+	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExportRequest) GetFlows() []*Flow {
@@ -514,7 +603,7 @@ type ExportResponse struct {
 
 func (x *ExportResponse) Reset() {
 	*x = ExportResponse{}
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[6]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +615,7 @@ func (x *ExportResponse) String() string {
 func (*ExportResponse) ProtoMessage() {}
 
 func (x *ExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[6]
+	mi := &file_flowstream_v1alpha1_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +628,7 @@ func (x *ExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
 func (*ExportResponse) Descriptor() ([]byte, []int) {
-	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{6}
+	return file_flowstream_v1alpha1_service_proto_rawDescGZIP(), []int{7}
 }
 
 var File_flowstream_v1alpha1_service_proto protoreflect.FileDescriptor
@@ -575,13 +664,19 @@ const file_flowstream_v1alpha1_service_proto_rawDesc = "" +
 	"\n" +
 	"StreamInfo\x123\n" +
 	"\x15authorized_namespaces\x18\x01 \x03(\tR\x14authorizedNamespaces\x12!\n" +
-	"\fcluster_wide\x18\x02 \x01(\bR\vclusterWide\"\xc9\x02\n" +
+	"\fcluster_wide\x18\x02 \x01(\bR\vclusterWide\"\x9c\x03\n" +
 	"\x10GetFlowsResponse\x12C\n" +
 	"\x05flows\x18\x01 \x03(\v2-.antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowR\x05flows\x12#\n" +
 	"\rdropped_count\x18\x02 \x01(\x04R\fdroppedCount\x12G\n" +
 	"\x04info\x18\x03 \x01(\v23.antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfoR\x04info\x12X\n" +
 	"\fresume_token\x18\xe8\a \x01(\v24.antrea_io.antrea.pkg.apis.flow.v1alpha1.ResumeTokenR\vresumeToken\x12\"\n" +
-	"\fresume_reset\x18\xe9\a \x01(\bR\vresumeResetJ\x04\bd\x10e\"T\n" +
+	"\fresume_reset\x18\xe9\a \x01(\bR\vresumeReset\x12Q\n" +
+	"\ahistory\x18\xea\a \x01(\v26.antrea_io.antrea.pkg.apis.flow.v1alpha1.HistoryStatusR\ahistoryJ\x04\bd\x10e\"\x9f\x01\n" +
+	"\rHistoryStatus\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\x04R\x04rows\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12A\n" +
+	"\x0econtinue_since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rcontinueSince\x12\x19\n" +
+	"\bmax_rows\x18\x04 \x01(\x04R\amaxRows\"T\n" +
 	"\rExportRequest\x12C\n" +
 	"\x05flows\x18\x01 \x03(\v2-.antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowR\x05flows\"\x10\n" +
 	"\x0eExportResponse*s\n" +
@@ -607,7 +702,7 @@ func file_flowstream_v1alpha1_service_proto_rawDescGZIP() []byte {
 }
 
 var file_flowstream_v1alpha1_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowstream_v1alpha1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_flowstream_v1alpha1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_flowstream_v1alpha1_service_proto_goTypes = []any{
 	(FlowFilterDirection)(0),      // 0: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilterDirection
 	(*FlowFilter)(nil),            // 1: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter
@@ -615,31 +710,34 @@ var file_flowstream_v1alpha1_service_proto_goTypes = []any{
 	(*ResumeToken)(nil),           // 3: antrea_io.antrea.pkg.apis.flow.v1alpha1.ResumeToken
 	(*StreamInfo)(nil),            // 4: antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfo
 	(*GetFlowsResponse)(nil),      // 5: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse
-	(*ExportRequest)(nil),         // 6: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest
-	(*ExportResponse)(nil),        // 7: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportResponse
-	(FlowType)(0),                 // 8: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(*Flow)(nil),                  // 10: antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
+	(*HistoryStatus)(nil),         // 6: antrea_io.antrea.pkg.apis.flow.v1alpha1.HistoryStatus
+	(*ExportRequest)(nil),         // 7: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest
+	(*ExportResponse)(nil),        // 8: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportResponse
+	(FlowType)(0),                 // 9: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*Flow)(nil),                  // 11: antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
 }
 var file_flowstream_v1alpha1_service_proto_depIdxs = []int32{
-	8,  // 0: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter.flow_types:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
+	9,  // 0: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter.flow_types:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowType
 	0,  // 1: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter.direction:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilterDirection
 	1,  // 2: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.filters:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowFilter
-	9,  // 3: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.since:type_name -> google.protobuf.Timestamp
+	10, // 3: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.since:type_name -> google.protobuf.Timestamp
 	3,  // 4: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest.resume:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ResumeToken
-	10, // 5: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.flows:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
+	11, // 5: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.flows:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
 	4,  // 6: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.info:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.StreamInfo
 	3,  // 7: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.resume_token:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ResumeToken
-	10, // 8: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest.flows:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
-	2,  // 9: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:input_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest
-	6,  // 10: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService.Export:input_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest
-	5,  // 11: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:output_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse
-	7,  // 12: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService.Export:output_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportResponse
-	11, // [11:13] is the sub-list for method output_type
-	9,  // [9:11] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	6,  // 8: antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse.history:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.HistoryStatus
+	10, // 9: antrea_io.antrea.pkg.apis.flow.v1alpha1.HistoryStatus.continue_since:type_name -> google.protobuf.Timestamp
+	11, // 10: antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest.flows:type_name -> antrea_io.antrea.pkg.apis.flow.v1alpha1.Flow
+	2,  // 11: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:input_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsRequest
+	7,  // 12: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService.Export:input_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportRequest
+	5,  // 13: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowStreamService.GetFlows:output_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.GetFlowsResponse
+	8,  // 14: antrea_io.antrea.pkg.apis.flow.v1alpha1.FlowExportService.Export:output_type -> antrea_io.antrea.pkg.apis.flow.v1alpha1.ExportResponse
+	13, // [13:15] is the sub-list for method output_type
+	11, // [11:13] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_flowstream_v1alpha1_service_proto_init() }
@@ -654,7 +752,7 @@ func file_flowstream_v1alpha1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowstream_v1alpha1_service_proto_rawDesc), len(file_flowstream_v1alpha1_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
