@@ -32,6 +32,10 @@ type Config struct {
 	// Limits bounds concurrent streams.
 	Limits LimitsConfig `mapstructure:"limits"`
 
+	// History serves streams whose since is older than the ring from
+	// ClickHouse (history.go).
+	History HistoryConfig `mapstructure:"history"`
+
 	_ struct{}
 }
 
@@ -110,5 +114,6 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxStreamsPerClient <= 0 || c.Limits.MaxStreamsPerClient > c.Limits.MaxStreams {
 		errs = append(errs, fmt.Errorf("limits.max_streams_per_client: must be between 1 and limits.max_streams (got %d, max_streams %d)", c.Limits.MaxStreamsPerClient, c.Limits.MaxStreams))
 	}
+	errs = append(errs, c.History.validate()...)
 	return errors.Join(errs...)
 }

@@ -50,6 +50,13 @@ func TestLoadConfig(t *testing.T) {
 		{"kubeconfig_in_cluster", nil, "kubernetes.kubeconfig: is only used with auth_type kubeConfig"},
 		{"no_group", nil, "kubernetes.api_group: must not be empty"},
 		{"bad_ttl", nil, "kubernetes.decision_ttl: must be positive (got 0s)"},
+		{"history", withCert(func(c *Config) {
+			c.History = HistoryConfig{Endpoint: "tcp://clickhouse.flowtel:9000", Username: "flowstream", Password: "hunter2",
+				Database: "flowtel", Table: "flows", MaxRows: 5000, QueryTimeout: 30 * time.Second, DialTimeout: 3 * time.Second}
+		}), ""},
+		{"history_http", nil, `history.endpoint: scheme must be tcp:// or tls:// (got "http://clickhouse.flowtel:8123")`},
+		{"history_bad_table", nil, `history.table: not a plain name (got "flows; DROP TABLE flows")`},
+		{"history_no_rows", nil, "history.max_rows: must be positive (got 0)"},
 		{"bad_limits", nil, "limits.max_streams_per_client: must be between 1 and limits.max_streams (got 8, max_streams 4)"},
 	}
 	for _, tt := range tests {

@@ -31,14 +31,15 @@ import (
 const shutdownGrace = 5 * time.Second
 
 type flowStreamExporter struct {
-	cfg    *Config
-	set    exporter.Settings
-	tel    *metadata.TelemetryBuilder
-	ring   *ring
-	access *access
-	server *grpc.Server
-	addr   net.Addr
-	wg     sync.WaitGroup
+	cfg     *Config
+	set     exporter.Settings
+	tel     *metadata.TelemetryBuilder
+	ring    *ring
+	access  *access
+	history *history
+	server  *grpc.Server
+	addr    net.Addr
+	wg      sync.WaitGroup
 }
 
 func newExporter(cfg *Config, set exporter.Settings) (*flowStreamExporter, error) {
@@ -72,8 +73,13 @@ func (e *flowStreamExporter) start(ctx context.Context, host component.Host) err
 	if err != nil {
 		return err
 	}
+	if e.cfg.History.enabled() {
+		if e.history, err = openHistory(ctx, &e.cfg.History, e.tel); err != nil {
+			return err
+		}
+	}
 	pb.RegisterFlowStreamServiceServer(e.server, &service{
-		ring: e.ring, access: e.access, limits: e.cfg.Limits, recheck: e.cfg.Kubernetes.RecheckInterval,
+		ring: e.ring, access: e.access, history: e.history, limits: e.cfg.Limits, recheck: e.cfg.Kubernetes.RecheckInterval,
 		logger: e.set.Logger, tel: e.tel, perUser: map[string]int{},
 	})
 	ln, err := sc.NetAddr.Listen(ctx)
@@ -111,6 +117,9 @@ func (e *flowStreamExporter) shutdown(ctx context.Context) error {
 	e.wg.Wait()
 	if e.access != nil {
 		e.access.shutdown()
+	}
+	if e.history != nil {
+		_ = e.history.close() // the streams using it have ended
 	}
 	e.tel.Shutdown()
 	return nil

@@ -26,6 +26,9 @@ const (
 	defaultMaxTokenReviews     = 8
 	defaultMaxStreams          = 256
 	defaultMaxStreamsPerClient = 64
+	defaultHistoryMaxRows      = 100000
+	defaultHistoryQueryTimeout = time.Minute
+	defaultHistoryDialTimeout  = 10 * time.Second
 )
 
 // NewFactory returns the factory of the flow_stream exporter.
@@ -49,6 +52,8 @@ func createDefaultConfig() component.Config {
 			MaxConcurrentTokenReviews: defaultMaxTokenReviews,
 		},
 		Limits: LimitsConfig{MaxStreams: defaultMaxStreams, MaxStreamsPerClient: defaultMaxStreamsPerClient},
+		History: HistoryConfig{Database: "default", Table: "flows", MaxRows: defaultHistoryMaxRows,
+			QueryTimeout: defaultHistoryQueryTimeout, DialTimeout: defaultHistoryDialTimeout},
 	}
 }
 

@@ -26,6 +26,7 @@ type service struct {
 
 	ring    *ring
 	access  *access
+	history *history // nil: no history configured
 	limits  LimitsConfig
 	recheck time.Duration
 	logger  *zap.Logger
@@ -111,6 +112,15 @@ func (s *service) GetFlows(req *pb.GetFlowsRequest, stream pb.FlowStreamService_
 		return err
 	}
 	v := &viewer{access: s.access, user: u, scope: q.scope, verb: verb}
+	if s.history != nil {
+		done, err := s.serveHistory(ctx, q, v, from, reset, stream.Send)
+		if err != nil {
+			return s.reject(ctx, err)
+		}
+		if done {
+			return nil
+		}
+	}
 	err = serve(ctx, s.ring, q, v, s.recheck, from, func(resp *pb.GetFlowsResponse, dropped uint64) error {
 		if dropped > 0 {
 			s.tel.ExporterFlowStreamRecordsDropped.Add(ctx, int64(dropped))
@@ -153,4 +163,31 @@ func firstResponse(q *query, tok *pb.ResumeToken, reset bool) *pb.GetFlowsRespon
 		info.AuthorizedNamespaces = []string{q.scope.namespace}
 	}
 	return &pb.GetFlowsResponse{Info: info, ResumeToken: tok, ResumeReset: reset}
+}
+
+// serveHistory sends the stream's history when its since is older than the
+// ring's records, and prepares the live part's seam. done: the stream ends
+// there (the server bounded the history, or max_count was reached).
+func (s *service) serveHistory(ctx context.Context, q *query, v *viewer, from uint64, reset bool, send func(*pb.GetFlowsResponse) error) (done bool, err error) {
+	inRing, oldest := ringSnapshot(s.ring, from)
+	if !needed(q, reset, oldest) {
+		return false, nil
+	}
+	part, err := s.history.serve(ctx, q, v, s.ring.token(from), inRing, oldest, func(resp *pb.GetFlowsResponse) error {
+		if n := len(resp.Flows); n > 0 {
+			s.tel.ExporterFlowStreamRecordsSent.Add(ctx, int64(n))
+		}
+		return send(resp)
+	})
+	if err != nil {
+		return true, err
+	}
+	v.seam = part.skip
+	if q.maxCount > 0 {
+		if part.sent >= q.maxCount {
+			return true, nil
+		}
+		q.maxCount -= part.sent
+	}
+	return part.status.GetTruncated(), nil
 }

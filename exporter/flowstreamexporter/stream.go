@@ -16,6 +16,9 @@ type viewer struct {
 	user   *user
 	scope  scope
 	verb   string
+	// seam is what the live part leaves out, sent by the stream's history
+	// (seam.go); nil without history.
+	seam *liveSkip
 }
 
 func (v *viewer) tier(ctx context.Context, namespace string) tier {
@@ -87,7 +90,7 @@ func serve(ctx context.Context, r *ring, q *query, v *viewer, recheck time.Durat
 		accounted := cursor
 		resp := &pb.GetFlowsResponse{}
 		for i, e := range buf {
-			if f := v.view(ctx, q, e); f != nil {
+			if f := v.view(ctx, q, e); f != nil && !v.seam.skip(e.rec) {
 				resp.Flows = append(resp.Flows, f)
 				sent++
 				if q.maxCount > 0 && sent == q.maxCount {

@@ -27,6 +27,8 @@ type TelemetryBuilder struct {
 	mu                                sync.Mutex
 	registrations                     []metric.Registration
 	ExporterFlowStreamAccessReviews   metric.Int64Counter
+	ExporterFlowStreamHistoryQueries  metric.Int64Counter
+	ExporterFlowStreamHistoryRows     metric.Int64Counter
 	ExporterFlowStreamRecordsBuffered metric.Int64Counter
 	ExporterFlowStreamRecordsDropped  metric.Int64Counter
 	ExporterFlowStreamRecordsSent     metric.Int64Counter
@@ -68,6 +70,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_exporter_flow_stream_access_reviews",
 		metric.WithDescription("TokenReviews and SubjectAccessReviews sent to the Kubernetes API (decisions served from the cache are not counted). [Development]"),
 		metric.WithUnit("{reviews}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterFlowStreamHistoryQueries, err = builder.meter.Int64Counter(
+		"otelcol_exporter_flow_stream_history_queries",
+		metric.WithDescription("History queries sent to ClickHouse for streams whose since is older than the ring buffer, by outcome. [Development]"),
+		metric.WithUnit("{queries}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterFlowStreamHistoryRows, err = builder.meter.Int64Counter(
+		"otelcol_exporter_flow_stream_history_rows",
+		metric.WithDescription("Rows read from ClickHouse for streams' history (before the streams' filters and redaction). [Development]"),
+		metric.WithUnit("{rows}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ExporterFlowStreamRecordsBuffered, err = builder.meter.Int64Counter(

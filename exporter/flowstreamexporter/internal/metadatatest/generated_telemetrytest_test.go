@@ -20,6 +20,8 @@ func TestSetupTelemetry(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Shutdown()
 	tb.ExporterFlowStreamAccessReviews.Add(context.Background(), 1)
+	tb.ExporterFlowStreamHistoryQueries.Add(context.Background(), 1)
+	tb.ExporterFlowStreamHistoryRows.Add(context.Background(), 1)
 	tb.ExporterFlowStreamRecordsBuffered.Add(context.Background(), 1)
 	tb.ExporterFlowStreamRecordsDropped.Add(context.Background(), 1)
 	tb.ExporterFlowStreamRecordsSent.Add(context.Background(), 1)
@@ -27,6 +29,12 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ExporterFlowStreamStreams.Add(context.Background(), 1)
 	tb.ExporterFlowStreamStreamsRejected.Add(context.Background(), 1)
 	AssertEqualExporterFlowStreamAccessReviews(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterFlowStreamHistoryQueries(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterFlowStreamHistoryRows(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterFlowStreamRecordsBuffered(t, testTel,
