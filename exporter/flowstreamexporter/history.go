@@ -3,6 +3,7 @@ package flowstreamexporter
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
+	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
 // history serves the part of a stream older than the ring from the flows
@@ -88,6 +90,22 @@ type pendingFlow struct {
 	recent bool // may reach the ring after ClickHouse (seam rule 3)
 }
 
+// historyRun is one stream's history being sent.
+type historyRun struct {
+	q          *query
+	v          *viewer
+	tok        *pb.ResumeToken
+	inRing     fingerprints
+	recentFrom time.Time
+	send       func(*pb.GetFlowsResponse) error
+
+	part       historyPart
+	limit      uint64
+	pending    []pendingFlow // the flows of the end second pendingSec
+	pendingSec int64
+	batch      []*pb.Flow
+}
+
 // serve sends the history of q in responses of batchSize flows, each with
 // tok (the live part's start: a client that resumes from it gets the live
 // part). inRing are the fingerprints of the ring's records from the live
@@ -99,109 +117,169 @@ type pendingFlow struct {
 func (h *history) serve(ctx context.Context, q *query, v *viewer, tok *pb.ResumeToken, inRing fingerprints, oldest time.Time,
 	send func(*pb.GetFlowsResponse) error,
 ) (historyPart, error) {
-	limit := h.cfg.MaxRows
-	part := historyPart{status: &pb.HistoryStatus{MaxRows: uint64(limit)}}
 	recentFrom := time.Now()
 	if !oldest.IsZero() && oldest.Before(recentFrom) {
 		recentFrom = oldest
 	}
-	recentFrom = recentFrom.Add(-seamSlack).Truncate(time.Second)
-	part.skip = &liveSkip{sent: fingerprints{}}
+	run := &historyRun{q: q, v: v, tok: tok, inRing: inRing, send: send, limit: uint64(h.cfg.MaxRows),
+		recentFrom: recentFrom.Add(-seamSlack).Truncate(time.Second)}
+	run.part = historyPart{status: &pb.HistoryStatus{MaxRows: run.limit}, skip: &liveSkip{sent: fingerprints{}}}
+	st := run.part.status
 
 	qctx, cancel := context.WithTimeout(ctx, h.cfg.QueryTimeout)
 	defer cancel()
-	rows, err := h.conn.Query(qctx, historySQL(h.cfg.Database, h.cfg.Table, q, limit+1))
-	if err != nil {
-		return part, h.failed(ctx, err)
-	}
-	defer rows.Close()
-
-	row := newHistoryRow()
-	var pending []pendingFlow
-	var pendingSec int64
-	var batch []*pb.Flow
-	flush := func(final bool) error {
-		if len(batch) == 0 && !final {
-			return nil
+	lower, want := q.since.Unix(), batchSize
+	for !run.full() {
+		where := historyWhere(q, lower)
+		c, err := h.planChunk(qctx, where, lower, want)
+		if err != nil {
+			return run.part, h.failed(ctx, err)
 		}
-		resp := &pb.GetFlowsResponse{Flows: batch, ResumeToken: tok}
-		if final {
-			resp.History = part.status
-		}
-		batch = nil
-		return send(resp)
-	}
-	commit := func() error { // the pending second is complete
-		for _, p := range pending {
-			batch = append(batch, p.flow)
-			part.sent++
-			if p.recent {
-				part.skip.sent.add(p.fp)
-			}
-			if len(batch) == batchSize {
-				if err := flush(false); err != nil {
-					return err
-				}
-			}
-		}
-		pending = pending[:0]
-		return nil
-	}
-	full := func() bool { return q.maxCount > 0 && part.sent+uint64(len(pending)) >= q.maxCount }
-	for rows.Next() && !full() {
-		if part.status.Rows == uint64(limit) {
-			part.status.Truncated = true
+		if c.rows == 0 {
 			break
 		}
-		part.status.Rows++
+		if st.Rows == run.limit {
+			st.Truncated = true // a row beyond the limit exists
+			break
+		}
+		if err := h.readChunk(qctx, run, where, c); err != nil {
+			var sf sendFailed
+			if errors.As(err, &sf) {
+				return run.part, sf.err // the client's, not ClickHouse's
+			}
+			return run.part, h.failed(ctx, err)
+		}
+		if st.Truncated || c.last {
+			break
+		}
+		lower, want = c.end, min(want*chunkGrowth, maxChunkRows)
+	}
+	if err := run.finish(); err != nil {
+		return run.part, errors.Unwrap(err)
+	}
+	outcome := "complete"
+	if st.Truncated {
+		outcome = "truncated"
+	}
+	h.tel.ExporterFlowStreamHistoryRows.Add(ctx, int64(st.Rows))
+	h.tel.ExporterFlowStreamHistoryQueries.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+	return run.part, nil
+}
+
+// readChunk reads a planned chunk's rows into run, one more than the row
+// limit leaves, to know whether the limit cuts the history.
+func (h *history) readChunk(ctx context.Context, run *historyRun, where []string, c chunk) error {
+	st := run.part.status
+	rows, err := h.conn.Query(ctx, chunkRowsSQL(h.cfg.Database, h.cfg.Table, where, c, int(run.limit-st.Rows)+1))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	row := newHistoryRow()
+	for rows.Next() && !run.full() {
+		if st.Rows == run.limit {
+			st.Truncated = true
+			return nil
+		}
+		st.Rows++
 		if err := rows.Scan(row.dest...); err != nil {
-			return part, h.failed(ctx, err)
+			return err
 		}
 		rec, err := row.record()
 		if err != nil {
-			return part, h.failed(ctx, err)
+			return err
 		}
-		if sec := rec.End.Unix(); sec != pendingSec {
-			if err := commit(); err != nil {
-				return part, err
+		if err := run.add(ctx, rec); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// full reports whether the request's max_count is reached.
+func (run *historyRun) full() bool {
+	return run.q.maxCount > 0 && run.part.sent+uint64(len(run.pending)) >= run.q.maxCount
+}
+
+// add takes one row: left to the live part, or pending in its second.
+func (run *historyRun) add(ctx context.Context, rec *flowrecord.Record) error {
+	if sec := rec.End.Unix(); sec != run.pendingSec {
+		if err := run.commit(); err != nil {
+			return err
+		}
+		run.pendingSec = sec
+	}
+	fp := fingerprint(rec)
+	if run.inRing.take(fp) {
+		return nil // the live part sends it (seam rule 2)
+	}
+	if f := run.v.view(ctx, run.q, entry{rec: rec, flow: toFlow(rec, tierFull, tierFull)}); f != nil {
+		run.pending = append(run.pending, pendingFlow{flow: f, fp: fp, recent: !rec.End.Before(run.recentFrom)})
+	}
+	return nil
+}
+
+// commit moves the pending second, complete, to the batch.
+func (run *historyRun) commit() error {
+	for _, p := range run.pending {
+		run.batch = append(run.batch, p.flow)
+		run.part.sent++
+		if p.recent {
+			run.part.skip.sent.add(p.fp)
+		}
+		if len(run.batch) == batchSize {
+			if err := run.flush(false); err != nil {
+				return err
 			}
-			pendingSec = sec
-		}
-		fp := fingerprint(rec)
-		if inRing.take(fp) {
-			continue // the live part sends it (seam rule 2)
-		}
-		if f := v.view(ctx, q, entry{rec: rec, flow: toFlow(rec, tierFull, tierFull)}); f != nil {
-			pending = append(pending, pendingFlow{flow: f, fp: fp, recent: !rec.End.Before(recentFrom)})
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return part, h.failed(ctx, err)
+	run.pending = run.pending[:0]
+	return nil
+}
+
+func (run *historyRun) flush(final bool) error {
+	if len(run.batch) == 0 && !final {
+		return nil
 	}
-	if part.status.Truncated {
-		next := pendingSec
-		if part.sent == 0 {
-			// One second holds more rows than the limit: send what was
-			// read of it and go on after it (documented: the rest of
-			// that second is not sent).
-			if err := commit(); err != nil {
-				return part, err
+	resp := &pb.GetFlowsResponse{Flows: run.batch, ResumeToken: run.tok}
+	if final {
+		resp.History = run.part.status
+	}
+	run.batch = nil
+	if err := run.send(resp); err != nil {
+		return sendFailed{err}
+	}
+	return nil
+}
+
+// sendFailed is an error sending to the client, told apart from reading
+// ClickHouse.
+type sendFailed struct{ err error }
+
+func (s sendFailed) Error() string { return s.err.Error() }
+func (s sendFailed) Unwrap() error { return s.err }
+
+// finish sends what is left and the history's status. A history cut by
+// the row limit leaves its last second to the next request, unless that
+// second is all it read (more rows end in one second than the limit): then
+// it sends them and goes on after that second (the rest of it is not sent).
+func (run *historyRun) finish() error {
+	st := run.part.status
+	if st.Truncated {
+		next := run.pendingSec
+		if run.part.sent == 0 {
+			if err := run.commit(); err != nil {
+				return err
 			}
 			next++
 		}
-		pending = nil
-		part.status.ContinueSince = timestamppb.New(time.Unix(next, 0))
-	} else if err := commit(); err != nil {
-		return part, err
+		run.pending = nil
+		st.ContinueSince = timestamppb.New(time.Unix(next, 0))
+	} else if err := run.commit(); err != nil {
+		return err
 	}
-	part.skip.until = time.Now().Add(seamSlack)
-	outcome := "complete"
-	if part.status.Truncated {
-		outcome = "truncated"
-	}
-	h.tel.ExporterFlowStreamHistoryRows.Add(ctx, int64(part.status.Rows))
-	h.tel.ExporterFlowStreamHistoryQueries.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
-	return part, flush(true)
+	run.part.skip.until = time.Now().Add(seamSlack)
+	return run.flush(true)
 }
 
 // failed counts a failed history query and turns err into the stream's status.

@@ -14,24 +14,19 @@ import (
 // skip the parts older than since instead of reading every row.
 const insertSkew = time.Hour
 
-// historySQL is the query of a stream's history: the rows whose end is not
-// before since, in the stream's scope and passing its filters, oldest end
-// first, at most limit. The conditions select a superset of what the
-// stream sends: each row is then checked in Go by the same code as a live
-// record (scope, tiers, redaction, filters on the redacted record), so
-// what SQL cannot express (IP prefixes, label selectors) or what redaction
-// changes is decided there, never by SQL alone.
-func historySQL(database, table string, q *query, limit int) string {
-	cols := make([]string, len(historyColumns))
-	for i, c := range historyColumns {
-		cols[i] = c.name
-	}
+// historyWhere are the conditions of a stream's history from lower (its
+// since, then each chunk's start) on: the rows whose end is not before
+// lower, in the stream's scope and passing its filters. They select a
+// superset of what the stream sends: each row is then checked in Go by the
+// same code as a live record (scope, tiers, redaction, filters on the
+// redacted record), so what SQL cannot express (IP prefixes, label
+// selectors) or what redaction changes is decided there, never by SQL alone.
+func historyWhere(q *query, lower int64) []string {
 	var where []string
-	if !q.since.IsZero() {
-		s := q.since.Unix()
+	if lower > 0 {
 		where = append(where,
-			fmt.Sprintf("flowEndSeconds >= toDateTime(%d)", s),
-			fmt.Sprintf("timeInserted >= toDateTime(%d)", max(s-int64(insertSkew/time.Second), 0)))
+			fmt.Sprintf("flowEndSeconds >= toDateTime(%d)", lower),
+			fmt.Sprintf("timeInserted >= toDateTime(%d)", max(lower-int64(insertSkew/time.Second), 0)))
 	}
 	if !q.scope.clusterWide {
 		ns := sqlString(q.scope.namespace)
@@ -42,11 +37,38 @@ func historySQL(database, table string, q *query, limit int) string {
 			where = append(where, c)
 		}
 	}
-	sql := fmt.Sprintf("SELECT %s FROM `%s`.`%s`", strings.Join(cols, ", "), database, table)
-	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
+	return where
+}
+
+// chunkPlanSQL reads, for the first seconds of end time from lower on, how
+// many rows end in each and when they were inserted: narrow columns, so
+// ClickHouse scans them fast, and the chunk's rows can then be read by the
+// table's primary key (timeInserted) instead of every column of every row.
+func chunkPlanSQL(database, table string, where []string, seconds int) string {
+	return fmt.Sprintf("SELECT toUInt32(flowEndSeconds) AS e, toUInt32(min(timeInserted)), toUInt32(max(timeInserted)), count() FROM `%s`.`%s`%s GROUP BY e ORDER BY e LIMIT %d",
+		database, table, whereClause(where), seconds)
+}
+
+// chunkRowsSQL reads the rows of a planned chunk, oldest end first.
+func chunkRowsSQL(database, table string, where []string, c chunk, limit int) string {
+	cols := make([]string, len(historyColumns))
+	for i, col := range historyColumns {
+		cols[i] = col.name
 	}
-	return sql + fmt.Sprintf(" ORDER BY flowEndSeconds LIMIT %d", limit)
+	where = append(slices.Clone(where),
+		fmt.Sprintf("timeInserted >= toDateTime(%d) AND timeInserted <= toDateTime(%d)", c.insertedFrom, c.insertedTo))
+	if c.end > 0 {
+		where = append(where, fmt.Sprintf("flowEndSeconds < toDateTime(%d)", c.end))
+	}
+	return fmt.Sprintf("SELECT %s FROM `%s`.`%s`%s ORDER BY flowEndSeconds LIMIT %d",
+		strings.Join(cols, ", "), database, table, whereClause(where), limit)
+}
+
+func whereClause(where []string) string {
+	if len(where) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(where, " AND ")
 }
 
 // filterSQL is the part of a filter SQL can decide on the stored

@@ -21,7 +21,8 @@ func TestHistorySQLPushesTheScopeAndFiltersDown(t *testing.T) {
 			{Namespaces: []string{""}, Ips: []string{"10.0.0.0/8"}}, // nothing SQL can decide
 		}})
 	require.NoError(t, err)
-	sql := historySQL("flowtel", "flows", q, 1001)
+	where := historyWhere(q, q.since.Unix())
+	sql := chunkRowsSQL("flowtel", "flows", where, chunk{start: t0.Unix(), end: t0.Unix() + 60, insertedFrom: t0.Unix() + 1, insertedTo: t0.Unix() + 90}, 1001)
 	for _, want := range []string{
 		"FROM `flowtel`.`flows` WHERE ",
 		"flowEndSeconds >= toDateTime(" + itoa(t0.Unix()) + ")",
@@ -34,7 +35,12 @@ func TestHistorySQLPushesTheScopeAndFiltersDown(t *testing.T) {
 		assert.Contains(t, sql, want)
 	}
 	assert.NotContains(t, sql, "IN ('')", "a Namespace list with \"\" is decided in Go: a redacted peer has none")
+	assert.Contains(t, sql, "timeInserted >= toDateTime("+itoa(t0.Unix()+1)+") AND timeInserted <= toDateTime("+itoa(t0.Unix()+90)+")", "the chunk is read by the primary key")
+	assert.Contains(t, sql, "flowEndSeconds < toDateTime("+itoa(t0.Unix()+60)+")")
 	assert.True(t, strings.HasSuffix(sql, " ORDER BY flowEndSeconds LIMIT 1001"), sql)
+	plan := chunkPlanSQL("flowtel", "flows", where, 101)
+	assert.Contains(t, plan, strings.Join(where, " AND "), "the plan has the same conditions")
+	assert.True(t, strings.HasSuffix(plan, " GROUP BY e ORDER BY e LIMIT 101"), plan)
 }
 
 func TestHistoryColumnsReadEveryStoredField(t *testing.T) {

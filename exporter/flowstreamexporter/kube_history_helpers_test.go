@@ -35,7 +35,7 @@ type flowStore struct {
 	rows uint64 // rows written so far
 }
 
-func startFlowStore(t *testing.T) *flowStore {
+func startFlowStore(t testing.TB) *flowStore {
 	t.Helper()
 	srv := chserver.Start(t, chserver.Options{})
 	f := clickhouseflowsexporter.NewFactory()
