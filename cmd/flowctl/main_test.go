@@ -47,6 +47,16 @@ func TestParseSince(t *testing.T) {
 	got, err = parseSince("2026-12-02T11:00:00Z", now)
 	require.NoError(t, err)
 	require.Equal(t, now.Add(-time.Hour), got)
+	got, err = parseSince("7d", now)
+	require.NoError(t, err)
+	require.Equal(t, now.Add(-7*24*time.Hour), got)
+	got, err = parseSince("1d12h", now)
+	require.NoError(t, err)
+	require.Equal(t, now.Add(-36*time.Hour), got)
+	for _, bad := range []string{"d", "xd", "7days", "-1d"} {
+		_, err = parseSince(bad, now)
+		require.ErrorContains(t, err, "is neither a duration (5m, 24h, 7d) nor an RFC 3339 time", bad)
+	}
 }
 
 func TestEndpointMarks(t *testing.T) {

@@ -36,7 +36,7 @@ func mapCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	plainPassword := fs.Bool("send-password-over-plain-http", false, "send $CLICKHOUSE_PASSWORD to an http:// --clickhouse URL of a non-loopback host: anyone on the network path reads it")
 	database := fs.String("database", "default", "ClickHouse database of the flows table")
 	table := fs.String("table", "flows", "ClickHouse flows table")
-	since := fs.String("since", "1h", "flows that ended after this: a duration (1h) or an RFC 3339 time")
+	since := fs.String("since", "1h", "flows that ended after this: a duration (1h, 24h, 7d) or an RFC 3339 time; through the flow stream, older than the gateway holds in memory is read from its flow history")
 	group := fs.String("group", "workload", "what a node of the map is: workload (a Pod's owner, else the Pod) or pod")
 	output := fs.String("o", "-", "output file: .dot or .gv (Graphviz DOT), .svg, .png or .pdf (rendered with Graphviz's dot); - is DOT on stdout")
 	if err := parse(fs, args); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,7 +107,7 @@ func observe(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Var(&types, "flow-type", "intra-node, inter-node, to-external or from-external (repeatable)")
 	fs.Var(&ips, "ip", "IP address or CIDR (repeatable)")
 	fs.StringVar(&direction, "direction", "both", "which endpoint the Pod, label and IP filters apply to: both, from or to")
-	fs.StringVar(&since, "since", "", "only flows that ended after this: a duration (5m) or an RFC 3339 time")
+	fs.StringVar(&since, "since", "", "only flows that ended after this: a duration (5m, 7d) or an RFC 3339 time; older than the gateway holds in memory is read from its flow history")
 	fs.UintVar(&last, "last", 0, "print only the N most recent flows of the history (not with -f)")
 	fs.UintVar(&maxCount, "max-count", 0, "stop after N flows (the server's max_count)")
 	fs.BoolVar(&follow, "f", false, "follow: after the history, print live flows until interrupted")
@@ -176,12 +177,31 @@ func observe(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func parseSince(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := parseAge(s); err == nil {
 		return now.Add(-d), nil
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--since: %q is neither a duration (5m) nor an RFC 3339 time", s)
+		return time.Time{}, fmt.Errorf("--since: %q is neither a duration (5m, 24h, 7d) nor an RFC 3339 time", s)
 	}
 	return t, nil
+}
+
+// parseAge is a Go duration, optionally after a number of days ("7d",
+// "1d12h"): Go's durations stop at hours, and history is asked in days.
+func parseAge(s string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.ParseUint(days, 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("%q: not a number of days", days)
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest == "" {
+		return d, nil
+	}
+	r, err := time.ParseDuration(rest)
+	return d + r, err
 }

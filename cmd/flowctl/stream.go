@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 )
@@ -57,6 +58,9 @@ type reader struct {
 	token       *pb.ResumeToken // where the stream is; nil until the server sends one
 	received    uint64          // flows received, for max_count across reconnects
 	failed      error           // each's or gap's error: it ends the read
+	// continueSince, when set, is where the history the server bounded
+	// (HistoryStatus.truncated) goes on: the next request's since.
+	continueSince *timestamppb.Timestamp
 }
 
 // stream reads the stream once, without reconnecting (history reads).
@@ -72,6 +76,13 @@ func (r *reader) run(ctx context.Context, each func([]*pb.Flow) error) error {
 	retry := firstRetry
 	for {
 		answered, err := r.once(ctx, each, lost)
+		if next := r.continueSince; next != nil && err == nil && r.failed == nil && ctx.Err() == nil {
+			// The server bounded the history: ask for the rest, a new
+			// stream (not a resume: its token is the live part's).
+			r.continueSince, r.token = nil, nil
+			r.req.Since = next
+			continue
+		}
 		switch {
 		case r.failed != nil:
 			return r.failed
@@ -161,6 +172,11 @@ func (r *reader) once(ctx context.Context, each func([]*pb.Flow) error, resuming
 		}
 		if resp.ResumeToken != nil {
 			r.token = resp.ResumeToken
+		}
+		if h := resp.History; h.GetTruncated() {
+			fmt.Fprintf(r.stderr, "flowctl: the gateway bounded the history at %d rows: asking for the rest from %s\n",
+				h.GetMaxRows(), h.GetContinueSince().AsTime().UTC().Format(time.RFC3339))
+			r.continueSince = h.GetContinueSince()
 		}
 	}
 }
