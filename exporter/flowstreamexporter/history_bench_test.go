@@ -41,6 +41,7 @@ func BenchmarkHistoryFirstPage(b *testing.B) {
 		}
 	}
 	store := startFlowStore(b)
+	store.write(b) // the clickhouse_flows exporter creates the table
 	now := time.Now().Truncate(time.Second)
 	week := int64(7 * 24 * time.Hour / time.Second)
 	loadStart := time.Now()

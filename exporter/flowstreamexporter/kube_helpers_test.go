@@ -5,7 +5,6 @@ package flowstreamexporter
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -165,23 +164,9 @@ func withToken(ctx context.Context, cred credential) context.Context {
 // open reads a history-only stream to its end: its flows, or the error it ended with.
 func (c *cluster) open(t *testing.T, cred credential, req *pb.GetFlowsRequest) ([]*pb.Flow, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(withToken(context.Background(), cred), 20*time.Second)
-	defer cancel()
-	s, err := pb.NewFlowStreamServiceClient(c.conn(t, cred)).GetFlows(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	var flows []*pb.Flow
-	for {
-		resp, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			return flows, nil
-		}
-		if err != nil {
-			return flows, err
-		}
-		flows = append(flows, resp.Flows...)
-	}
+	resps, err := c.responses(t, cred, req)
+	flows, _ := historyFlows(resps)
+	return flows, err
 }
 
 func (c *cluster) push(t *testing.T, recs ...*flowrecord.Record) {

@@ -5,49 +5,28 @@ package flowstreamexporter
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"testing"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/exporter"
-	"go.opentelemetry.io/collector/exporter/exportertest"
-	"go.opentelemetry.io/collector/pdata/plog"
-
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
-	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter"
+	"github.com/flowtel/flowtel/deploy/dashboards/demodata"
 	"github.com/flowtel/flowtel/internal/flowrecord"
-	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/testbed/chserver"
 )
 
 // historyDB is the database the tests' clickhouse_flows exporter writes.
 const historyDB = "flowtel"
 
-// flowStore is a real ClickHouse with the flows table written by a real
+// flowStore is a real ClickHouse whose flows table is written by a real
 // clickhouse_flows exporter, as on a gateway.
 type flowStore struct {
-	srv  *chserver.Server
-	exp  exporter.Logs
-	rows uint64 // rows written so far
+	srv *chserver.Server
 }
 
 func startFlowStore(t testing.TB) *flowStore {
 	t.Helper()
-	srv := chserver.Start(t, chserver.Options{})
-	f := clickhouseflowsexporter.NewFactory()
-	cfg := f.CreateDefaultConfig().(*clickhouseflowsexporter.Config)
-	cfg.Endpoint, cfg.Database, cfg.TheiaViews = srv.Endpoint(), historyDB, false
-	set := exportertest.NewNopSettings(f.Type())
-	set.TelemetrySettings = componenttest.NewNopTelemetrySettings()
-	exp, err := f.CreateLogs(context.Background(), set, cfg)
-	require.NoError(t, err)
-	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
-	return &flowStore{srv: srv, exp: exp}
+	return &flowStore{srv: chserver.Start(t, chserver.Options{})}
 }
 
 // withHistory points the flow_stream exporter at the store, with a row limit.
@@ -57,25 +36,11 @@ func withHistory(s *flowStore, maxRows int) clusterOption {
 	}
 }
 
-// write writes records through the clickhouse_flows exporter and waits
-// until ClickHouse holds them.
-func (s *flowStore) write(t *testing.T, recs ...*flowrecord.Record) {
+// write writes records through a clickhouse_flows exporter, which holds
+// them in ClickHouse when it returns.
+func (s *flowStore) write(t testing.TB, recs ...*flowrecord.Record) {
 	t.Helper()
-	ld := plog.NewLogs()
-	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
-	for _, r := range recs {
-		attrcodec.Encode(r, lrs.AppendEmpty())
-	}
-	require.NoError(t, s.exp.ConsumeLogs(context.Background(), ld))
-	s.rows += uint64(len(recs))
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.srv.Addr()}, DialTimeout: 5 * time.Second})
-	require.NoError(t, err)
-	defer conn.Close()
-	require.Eventually(t, func() bool {
-		var n uint64
-		err := conn.QueryRow(context.Background(), fmt.Sprintf("SELECT count() FROM %s.flows", historyDB)).Scan(&n)
-		return err == nil && n == s.rows
-	}, 30*time.Second, 50*time.Millisecond, "ClickHouse never held %d rows", s.rows)
+	demodata.Write(t, s.srv, historyDB, recs)
 }
 
 // responses reads a stream that ends by itself: every response after the

@@ -22,18 +22,39 @@ import (
 
 // Write writes recs into database.flows of srv through the clickhouse_flows
 // exporter (create_schema: true, as the demo's gateway runs it) and waits
-// until the table holds them.
+// until the table holds them (and what it held before).
 func Write(t testing.TB, srv *chserver.Server, database string, recs []*flowrecord.Record) {
 	t.Helper()
+	WriteWith(t, srv, database, recs, nil)
+}
+
+// WriteWith is Write with the exporter's configuration changed by configure
+// (nil: none), such as a cluster to write through.
+func WriteWith(t testing.TB, srv *chserver.Server, database string, recs []*flowrecord.Record, configure func(*clickhouseflowsexporter.Config)) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	count := func() (uint64, error) {
+		var n uint64
+		err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM %s.flows", database)).Scan(&n)
+		return n, err
+	}
+	before, _ := count() // 0 when the table does not exist yet
 	f := clickhouseflowsexporter.NewFactory()
 	cfg := f.CreateDefaultConfig().(*clickhouseflowsexporter.Config)
 	cfg.Endpoint = srv.Endpoint()
 	cfg.Database = database
-	exp, err := f.CreateLogs(context.Background(), exportertest.NewNopSettings(f.Type()), cfg)
+	if configure != nil {
+		configure(cfg)
+	}
+	exp, err := f.CreateLogs(ctx, exportertest.NewNopSettings(f.Type()), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	if err := exp.Start(ctx, componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)
 	}
@@ -51,18 +72,14 @@ func Write(t testing.TB, srv *chserver.Server, database string, recs []*flowreco
 	if err := exp.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	want := before + uint64(len(recs))
 	var n uint64
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM %s.flows", database)).Scan(&n); err == nil && n == uint64(len(recs)) {
+		if n, err = count(); err == nil && n == want {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("%s.flows holds %d rows, want %d", database, n, len(recs))
+	t.Fatalf("%s.flows holds %d rows, want %d", database, n, want)
 }
