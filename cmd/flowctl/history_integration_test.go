@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +65,14 @@ func TestObserveHistory(t *testing.T) {
 	slices.Sort(edges)
 	require.Len(t, edges, 1, "%v", edges)
 	assert.Contains(t, edges[0], " x5", "five connections from the history, on one edge")
+
+	// flowctl top: summed by the gateway in ClickHouse, disclosed as the stream.
+	out, errOut, code = flowctl(ctx, append([]string{"top", "--since", "7d", "--sort", "connections"}, base...)...)
+	require.Zero(t, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, "a header and ns-a's one pair: %s", out)
+	assert.Regexp(t, `^ns-a/Pod/web\s+ns-b/\? \[redacted\]\s+0\s+0\s+5$`, lines[1])
+	_, errOut, code = flowctl(ctx, append([]string{"top", "--by", "pods"}, base...)...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `--by: "pods" is not workload, service or namespace`)
 }

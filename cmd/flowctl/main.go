@@ -55,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = mapCommand(ctx, args[1:], stdout, stderr)
 	case "ui":
 		err = uiCommand(ctx, args[1:], stdout, stderr)
+	case "top":
+		err = topCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -78,10 +78,12 @@ func (e *flowStreamExporter) start(ctx context.Context, host component.Host) err
 			return err
 		}
 	}
-	pb.RegisterFlowStreamServiceServer(e.server, &service{
+	svc := &service{
 		ring: e.ring, access: e.access, history: e.history, limits: e.cfg.Limits, recheck: e.cfg.Kubernetes.RecheckInterval,
 		logger: e.set.Logger, tel: e.tel, perUser: map[string]int{},
-	})
+	}
+	pb.RegisterFlowStreamServiceServer(e.server, svc)
+	pb.RegisterFlowTopServiceServer(e.server, &topService{stream: svc})
 	ln, err := sc.NetAddr.Listen(ctx)
 	if err != nil {
 		return fmt.Errorf("endpoint: cannot listen on %s: %w", sc.NetAddr.Endpoint, err)

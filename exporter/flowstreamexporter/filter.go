@@ -32,6 +32,7 @@ type query struct {
 	scope    scope
 	follow   bool
 	since    time.Time
+	until    time.Time // top talkers' window end; zero for streams
 	maxCount uint64
 	filters  []filter
 	resume   *pb.ResumeToken // nil: from the oldest record held

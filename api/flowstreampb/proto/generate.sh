@@ -19,7 +19,7 @@ cd "$here"
 PATH="$bin:$PATH" protoc -I . \
   --go_out="$out" --go_opt=paths=source_relative,Mflowstream/v1alpha1/flow.proto=github.com/flowtel/flowtel/api/flowstreampb \
   --go-grpc_out="$out" --go-grpc_opt=paths=source_relative \
-  flowstream/v1alpha1/flow.proto flowstream/v1alpha1/service.proto
+  flowstream/v1alpha1/flow.proto flowstream/v1alpha1/service.proto flowstream/v1alpha1/top.proto
 # source_relative keeps the proto directory; the package is flat.
 mv "$out"/flowstream/v1alpha1/*.go "$out"/
 rm -r "$out/flowstream"
