@@ -222,6 +222,9 @@ func (run *historyRun) add(ctx context.Context, rec *flowrecord.Record) error {
 // commit moves the pending second, complete, to the batch.
 func (run *historyRun) commit() error {
 	for _, p := range run.pending {
+		if run.q.maxCount > 0 && run.part.sent == run.q.maxCount {
+			break // the client's max_count, within a second
+		}
 		run.batch = append(run.batch, p.flow)
 		run.part.sent++
 		if p.recent {

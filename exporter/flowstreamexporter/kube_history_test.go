@@ -96,6 +96,11 @@ func TestHistoryAuthorization(t *testing.T) {
 		}
 		assert.Equal(t, "node-c", byPort(names, flows)["node"].K8S.SourceNodeName)
 		assert.Equal(t, "node-b", byPort(names, flows)["ab"].K8S.DestinationNodeName)
+
+		resps, err = c.responses(t, tok, &pb.GetFlowsRequest{ClusterWide: true, Since: since, MaxCount: 2, Follow: true})
+		require.NoError(t, err, "max_count ends a following stream within its history")
+		flows, _ = historyFlows(resps)
+		require.Equal(t, []string{"ab", "bc"}, portNames(names, flows))
 	})
 
 	t.Run("a user without a grant is refused", func(t *testing.T) {

@@ -83,23 +83,38 @@ func (f fingerprints) take(fp uint64) bool {
 	return true
 }
 
-// ringSnapshot is what the ring holds from a stream's live start on: the
-// fingerprints of its records and their oldest end time (zero when empty).
-func ringSnapshot(r *ring, from uint64) (fingerprints, time.Time) {
-	fps := fingerprints{}
+// ringOldestEnd is the oldest end time of the ring's records from a
+// stream's live start on (zero when there are none): whether the stream
+// needs history.
+func ringOldestEnd(r *ring, from uint64) time.Time {
 	var oldest time.Time
+	eachHeld(r, from, func(e entry) {
+		if oldest.IsZero() || e.rec.End.Before(oldest) {
+			oldest = e.rec.End
+		}
+	})
+	return oldest
+}
+
+// ringFingerprints are the fingerprints of the ring's records from a
+// stream's live start on (seam rule 2).
+func ringFingerprints(r *ring, from uint64) fingerprints {
+	fps := fingerprints{}
+	eachHeld(r, from, func(e entry) { fps.add(fingerprint(e.rec)) })
+	return fps
+}
+
+// eachHeld calls f with each record the ring holds from cursor from on.
+func eachHeld(r *ring, from uint64, f func(entry)) {
 	buf := make([]entry, 0, batchSize)
 	for cursor := from; ; {
 		buf, cursor, _, _, _ = r.read(cursor, batchSize, buf[:0])
 		for _, e := range buf {
-			fps.add(fingerprint(e.rec))
-			if oldest.IsZero() || e.rec.End.Before(oldest) {
-				oldest = e.rec.End
-			}
+			f(e)
 		}
 		if len(buf) < batchSize {
 			clear(buf)
-			return fps, oldest
+			return
 		}
 	}
 }

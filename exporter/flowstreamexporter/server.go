@@ -169,10 +169,11 @@ func firstResponse(q *query, tok *pb.ResumeToken, reset bool) *pb.GetFlowsRespon
 // ring's records, and prepares the live part's seam. done: the stream ends
 // there (the server bounded the history, or max_count was reached).
 func (s *service) serveHistory(ctx context.Context, q *query, v *viewer, from uint64, reset bool, send func(*pb.GetFlowsResponse) error) (done bool, err error) {
-	inRing, oldest := ringSnapshot(s.ring, from)
+	oldest := ringOldestEnd(s.ring, from)
 	if !needed(q, reset, oldest) {
 		return false, nil
 	}
+	inRing := ringFingerprints(s.ring, from)
 	part, err := s.history.serve(ctx, q, v, s.ring.token(from), inRing, oldest, func(resp *pb.GetFlowsResponse) error {
 		if n := len(resp.Flows); n > 0 {
 			s.tel.ExporterFlowStreamRecordsSent.Add(ctx, int64(n))
