@@ -3,12 +3,16 @@
 package flowstreamexporter
 
 import (
+	"context"
+	"errors"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
@@ -101,6 +105,30 @@ func TestHistoryAuthorization(t *testing.T) {
 		require.NoError(t, err, "max_count ends a following stream within its history")
 		flows, _ = historyFlows(resps)
 		require.Equal(t, []string{"ab", "bc"}, portNames(names, flows))
+	})
+
+	t.Run("an Antrea client reads the history", func(t *testing.T) {
+		schema := loadAntreaSchema(t)
+		tok := tokenCred(c.serviceAccount(t, "ops", "h-antrea", map[string][]string{flowViewer: {""}}))
+		ctx, cancel := context.WithTimeout(withToken(context.Background(), tok), 20*time.Second)
+		defer cancel()
+		s, err := pb.NewFlowStreamServiceClient(c.conn(t, tok)).GetFlows(ctx, &pb.GetFlowsRequest{ClusterWide: true, Since: since,
+			Filters: []*pb.FlowFilter{
+				{Namespaces: []string{"ns-a"}, Direction: pb.FlowFilterDirection_FLOW_FILTER_DIRECTION_FROM},
+				{PodNames: []string{"api"}, Direction: pb.FlowFilterDirection_FLOW_FILTER_DIRECTION_TO},
+			}})
+		require.NoError(t, err)
+		var msgs []*dynamicpb.Message
+		for {
+			resp, err := s.Recv()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err)
+			msgs = append(msgs, schema.decode(t, resp))
+		}
+		// ab and denied; HistoryStatus (1002) is not read as any of Antrea's fields.
+		checkAntreaReads(t, schema, msgs, nil, true, 2)
 	})
 
 	t.Run("a user without a grant is refused", func(t *testing.T) {
