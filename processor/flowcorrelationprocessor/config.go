@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/config/configoptional"
 
+	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -76,7 +77,7 @@ type KubernetesConfig struct {
 
 func defaultKubernetesConfig() KubernetesConfig {
 	return KubernetesConfig{
-		AuthType:            k8sindex.AuthServiceAccount,
+		AuthType:            k8sclient.AuthServiceAccount,
 		WaitForSync:         true,
 		WaitForSyncTimeout:  time.Minute,
 		DeletedPodRetention: k8sindex.DefaultDeletedPodRetention,
@@ -87,15 +88,15 @@ func defaultKubernetesConfig() KubernetesConfig {
 func (k *KubernetesConfig) Validate() error {
 	var errs []error
 	switch k.AuthType {
-	case k8sindex.AuthServiceAccount:
+	case k8sclient.AuthServiceAccount:
 		if k.KubeConfig != "" {
 			errs = append(errs, fmt.Errorf("kubeconfig: only used with auth_type %s (got auth_type %s); set auth_type: %s or remove kubeconfig",
-				k8sindex.AuthKubeConfig, k.AuthType, k8sindex.AuthKubeConfig))
+				k8sclient.AuthKubeConfig, k.AuthType, k8sclient.AuthKubeConfig))
 		}
-	case k8sindex.AuthKubeConfig:
+	case k8sclient.AuthKubeConfig:
 	default:
 		errs = append(errs, fmt.Errorf("auth_type: unknown (got %q); use %s (in a Pod) or %s",
-			k.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
+			k.AuthType, k8sclient.AuthServiceAccount, k8sclient.AuthKubeConfig))
 	}
 	if k.WaitForSync && k.WaitForSyncTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true (got %v); set a duration such as 1m, or wait_for_sync: false",

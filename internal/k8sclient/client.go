@@ -1,4 +1,8 @@
-package k8sindex
+// Package k8sclient builds the Kubernetes clientset of a flowtel component from
+// its auth_type and kubeconfig settings, apart from the flow index
+// (internal/k8sindex) so that a component that only needs a client does not
+// link the index.
+package k8sclient
 
 import (
 	"fmt"
@@ -14,9 +18,9 @@ const (
 	AuthKubeConfig     = "kubeConfig"
 )
 
-// NewClient builds a clientset: in-cluster service account credentials, or a
+// New builds a clientset: in-cluster service account credentials, or a
 // kubeconfig file (empty path: $KUBECONFIG, then ~/.kube/config).
-func NewClient(authType, kubeconfig, userAgent string) (kubernetes.Interface, error) {
+func New(authType, kubeconfig, userAgent string) (kubernetes.Interface, error) {
 	var cfg *rest.Config
 	var err error
 	switch authType {
