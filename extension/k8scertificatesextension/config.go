@@ -86,8 +86,8 @@ func (c *Config) serviceName(service string) string {
 // Validate checks names and durations.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.AuthType != k8sclient.AuthServiceAccount && c.AuthType != k8sclient.AuthKubeConfig {
-		errs = append(errs, fmt.Errorf("auth_type: unknown (got %q); set %s or %s", c.AuthType, k8sclient.AuthServiceAccount, k8sclient.AuthKubeConfig))
+	if err := k8sclient.CheckAuth("", c.AuthType, c.KubeConfig); err != nil {
+		errs = append(errs, err)
 	}
 	for _, n := range []struct{ key, value string }{{"gateway_name", c.GatewayName}, {"node_name", c.NodeName}, {"flowstream_name", c.FlowStreamName}} {
 		if n.value == "" {

@@ -26,7 +26,7 @@ func TestLoadConfig(t *testing.T) {
 			c.WaitForFiles, c.WaitTimeout = []string{"/etc/flowtel/tls/tls.crt", "/etc/flowtel/tls/tls.key"}, 2*time.Minute
 		})},
 		{Name: "negative_wait", Err: "wait_timeout: must not be negative (got -1s)"},
-		{Name: "bad_auth", Err: `auth_type: unknown (got "token"); set serviceAccount or kubeConfig`},
+		{Name: "bad_auth", Err: `auth_type: unknown (got "token"); set serviceAccount (in a Pod) or kubeConfig`},
 		{Name: "no_names", WantErr: []string{
 			`gateway_name: required (got ""); set the name the Pods' Secrets start with`,
 			`node_name: required (got ""); set the name the Pods' Secrets start with`,

@@ -47,3 +47,20 @@ func New(authType, kubeconfig, userAgent string) (kubernetes.Interface, error) {
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return kubernetes.NewForConfig(cfg)
 }
+
+// CheckAuth validates a component's auth_type and kubeconfig settings, the
+// keys named after prefix (such as "kubernetes."), with the same words in
+// every component.
+func CheckAuth(prefix, authType, kubeconfig string) error {
+	switch authType {
+	case AuthServiceAccount:
+		if kubeconfig != "" {
+			return fmt.Errorf("%skubeconfig: only used with auth_type: %s (got auth_type: %s); set %sauth_type: %s, or remove kubeconfig",
+				prefix, AuthKubeConfig, authType, prefix, AuthKubeConfig)
+		}
+	case AuthKubeConfig:
+	default:
+		return fmt.Errorf("%sauth_type: unknown (got %q); set %s (in a Pod) or %s", prefix, authType, AuthServiceAccount, AuthKubeConfig)
+	}
+	return nil
+}

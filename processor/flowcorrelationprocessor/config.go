@@ -87,16 +87,8 @@ func defaultKubernetesConfig() KubernetesConfig {
 // Validate checks the kubernetes settings; it names every field that is wrong.
 func (k *KubernetesConfig) Validate() error {
 	var errs []error
-	switch k.AuthType {
-	case k8sclient.AuthServiceAccount:
-		if k.KubeConfig != "" {
-			errs = append(errs, fmt.Errorf("kubeconfig: only used with auth_type %s (got auth_type %s); set auth_type: %s or remove kubeconfig",
-				k8sclient.AuthKubeConfig, k.AuthType, k8sclient.AuthKubeConfig))
-		}
-	case k8sclient.AuthKubeConfig:
-	default:
-		errs = append(errs, fmt.Errorf("auth_type: unknown (got %q); use %s (in a Pod) or %s",
-			k.AuthType, k8sclient.AuthServiceAccount, k8sclient.AuthKubeConfig))
+	if err := k8sclient.CheckAuth("", k.AuthType, k.KubeConfig); err != nil {
+		errs = append(errs, err)
 	}
 	if k.WaitForSync && k.WaitForSyncTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true (got %v); set a duration such as 1m, or wait_for_sync: false",

@@ -52,10 +52,8 @@ func createDefaultConfig() *Config {
 // wrong and how to fix it.
 func (c *Config) Validate() error {
 	var errs []error
-	switch c.AuthType {
-	case k8sclient.AuthServiceAccount, k8sclient.AuthKubeConfig:
-	default:
-		errs = append(errs, fmt.Errorf("auth_type: unknown (got %q); set %s or %s", c.AuthType, k8sclient.AuthServiceAccount, k8sclient.AuthKubeConfig))
+	if err := k8sclient.CheckAuth("", c.AuthType, c.KubeConfig); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Audience == "" {
 		errs = append(errs, fmt.Errorf("audience: must not be empty; set the audience of the node collectors' projected token, such as %s", defaultAudience))

@@ -167,8 +167,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Kubernetes.HasValue() {
-		if k := c.Kubernetes.Get(); k.AuthType != k8sclient.AuthServiceAccount && k.AuthType != k8sclient.AuthKubeConfig {
-			errs = append(errs, fmt.Errorf("kubernetes.auth_type: unknown (got %q); set %s or %s", k.AuthType, k8sclient.AuthServiceAccount, k8sclient.AuthKubeConfig))
+		k := c.Kubernetes.Get()
+		if err := k8sclient.CheckAuth("kubernetes.", k.AuthType, k.KubeConfig); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
