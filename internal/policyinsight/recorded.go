@@ -52,8 +52,11 @@ type Flow struct {
 	src, dst netpol.Endpoint // the evaluator's view, filled once
 }
 
+// flowKey is a flow's identity, its ends interned first: hashing two
+// pointers, not two Endpoints' strings, when the map of flows grows
+// (BenchmarkWhatIf).
 type flowKey struct {
-	src, dst Endpoint
+	src, dst *interned
 	proto    uint8
 	port     uint16
 }
@@ -79,10 +82,10 @@ func (r *Recording) Add(src, dst Endpoint, protocol uint8, port uint16, n uint64
 	if r.flows == nil {
 		r.flows, r.endpoints = map[flowKey]*Flow{}, map[Endpoint]*interned{}
 	}
-	k := flowKey{src, dst, protocol, port}
+	s, d := r.intern(src), r.intern(dst)
+	k := flowKey{s, d, protocol, port}
 	f := r.flows[k]
 	if f == nil {
-		s, d := r.intern(src), r.intern(dst)
 		f = &Flow{Source: &s.e, Destination: &d.e, Protocol: protocol, Port: port, First: start, Last: end, src: s.np, dst: d.np}
 		r.flows[k] = f
 		r.order = append(r.order, f)

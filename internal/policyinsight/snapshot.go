@@ -9,6 +9,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/flowtel/flowtel/internal/netpol"
 )
 
@@ -116,7 +118,26 @@ func (s *Snapshot) Cluster() netpol.Cluster {
 	}
 	slices.SortFunc(c.admin, func(a, b *netpol.Policy) int { return cmp.Or(cmp.Compare(a.Priority, b.Priority), byName(a, b)) })
 	slices.SortFunc(c.baseline, byName)
+	c.bySubject = make(map[string]*subjectCluster, len(c.namespaces))
+	for ns, l := range c.namespaces {
+		c.bySubject[ns] = &subjectCluster{staticCluster: c, admin: selecting(c.admin, l), baseline: selecting(c.baseline, l)}
+	}
 	return c
+}
+
+// selecting keeps the cluster-scoped policies whose Namespace selector
+// matches a Namespace's labels: the others cannot select its Pods. With
+// 500 policies most AdminNetworkPolicies select a few Namespaces, and
+// skipping them here, once per Namespace, saves matching each of them for
+// every connection (BenchmarkWhatIf).
+func selecting(ps []*netpol.Policy, nsLabels map[string]string) []*netpol.Policy {
+	var out []*netpol.Policy
+	for _, p := range ps {
+		if p.NamespaceSelector == nil || p.NamespaceSelector.Matches(labels.Set(nsLabels)) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // staticCluster is a netpol.Cluster without history.
@@ -124,6 +145,27 @@ type staticCluster struct {
 	byNamespace     map[string][]*netpol.Policy
 	admin, baseline []*netpol.Policy
 	namespaces      map[string]map[string]string
+	// bySubject is the cluster as seen by the Pods of a known Namespace.
+	bySubject map[string]*subjectCluster
+}
+
+// subjectCluster answers for a subject Pod in one Namespace: only the
+// cluster-scoped policies that can select it.
+type subjectCluster struct {
+	*staticCluster
+	admin, baseline []*netpol.Policy
+}
+
+func (c *subjectCluster) AdminPolicies(time.Time) []*netpol.Policy    { return c.admin }
+func (c *subjectCluster) BaselinePolicies(time.Time) []*netpol.Policy { return c.baseline }
+
+// forSubject is the cluster for evaluating a direction whose subject Pod
+// is in namespace (the cluster itself for a Namespace it does not know).
+func (c *staticCluster) forSubject(namespace string) netpol.Cluster {
+	if sc := c.bySubject[namespace]; sc != nil {
+		return sc
+	}
+	return c
 }
 
 func (c *staticCluster) Policies(namespace string, _ time.Time) []*netpol.Policy {

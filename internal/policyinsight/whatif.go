@@ -40,7 +40,11 @@ type Decision struct {
 
 // Decide evaluates a connection in both directions.
 func Decide(c netpol.Cluster, conn *netpol.Connection) Decision {
-	d := Decision{Ingress: netpol.Evaluate(c, conn, true), Egress: netpol.Evaluate(c, conn, false)}
+	in, eg := c, c
+	if s, ok := c.(*staticCluster); ok {
+		in, eg = s.forSubject(conn.Destination.Namespace), s.forSubject(conn.Source.Namespace)
+	}
+	d := Decision{Ingress: netpol.Evaluate(in, conn, true), Egress: netpol.Evaluate(eg, conn, false)}
 	switch in, eg := d.Ingress.Outcome, d.Egress.Outcome; {
 	case in == netpol.Denied || eg == netpol.Denied:
 		d.Result = Denied

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flowtel/flowtel/internal/netpol"
 )
 
 // A NetworkPolicy for db that admits api only: the batch Job's one
@@ -162,4 +164,33 @@ func TestParseDraftErrors(t *testing.T) {
 	}
 	_, err := ParseDraft(stringsReader("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p}\n"), "")
 	assert.ErrorContains(t, err, "names no Namespace")
+}
+
+// hidden hides the snapshot's cluster type: Decide then evaluates every
+// cluster-scoped policy, as netpol does for any Cluster.
+type hidden struct{ netpol.Cluster }
+
+// The per-Namespace list of cluster-scoped policies (snapshot.go) decides
+// as netpol does with all of them, over the benchmark's cluster and a
+// sample of its traffic, which has decisions of every tier.
+func TestSubjectFilterDecidesAlike(t *testing.T) {
+	c := benchCluster().Cluster()
+	eps, conns := benchTraffic()
+	rec := &Recording{}
+	for _, cn := range conns[:50_000] {
+		rec.Add(eps[cn.src], eps[cn.dst], tcp, cn.port, 1, t0, t0)
+	}
+	seen := map[string]int{}
+	for _, f := range rec.Flows() {
+		fast, slow := Decide(c, f.connection()), Decide(hidden{c}, f.connection())
+		require.Equal(t, slow, fast, "%+v", f)
+		for _, v := range []netpol.Verdict{fast.Ingress, fast.Egress} {
+			if v.Policy != nil {
+				seen[kindOf(v.Policy.Type)+" "+v.Outcome.String()]++
+			}
+		}
+	}
+	for _, k := range []string{"AdminNetworkPolicy denied", "NetworkPolicy allowed", "NetworkPolicy denied"} {
+		assert.NotZero(t, seen[k], "no %s decision in the sample: %v", k, seen)
+	}
 }
