@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
@@ -196,11 +197,18 @@ func workloadPolicy(w *workload, flows []*Flow, workloads map[string]*workload, 
 	for _, pp := range sortedPeers(ingress) {
 		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{pp.peer}, Ports: pp.rulePorts()})
 	}
+	dnsPorts := map[portKey]bool{{netpol.ProtocolUDP, 53}: true, {netpol.ProtocolTCP, 53}: true}
 	for _, pp := range sortedPeers(egress) {
+		if equality.Semantic.DeepEqual(pp.peer, *dns) {
+			// What the DNS rule below admits needs no rule of its own.
+			maps.DeleteFunc(pp.ports, func(k portKey, _ bool) bool { return dnsPorts[k] })
+			if len(pp.ports) == 0 {
+				continue
+			}
+		}
 		np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{pp.peer}, Ports: pp.rulePorts()})
 	}
-	dnsPorts := (&peerPorts{ports: map[portKey]bool{{netpol.ProtocolUDP, 53}: true, {netpol.ProtocolTCP, 53}: true}}).rulePorts()
-	np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{*dns}, Ports: dnsPorts})
+	np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{*dns}, Ports: (&peerPorts{ports: dnsPorts}).rulePorts()})
 	return np
 }
 

@@ -38,8 +38,12 @@ func TestRecommendApplied(t *testing.T) {
 	assert.Equal(t, "192.168.0.11/32", web.Spec.Ingress[1].From[0].IPBlock.CIDR)
 	assert.Equal(t, int32(8081), web.Spec.Ingress[1].Ports[0].Port.IntVal)
 	// api: egress to db by Namespace name and stable labels, to the
-	// payment API by address, to CoreDNS as seen, and the DNS rule.
-	require.Len(t, apiP.Spec.Egress, 4)
+	// payment API by address, and the DNS rule, which covers CoreDNS as
+	// seen.
+	require.Len(t, apiP.Spec.Egress, 3)
+	assert.Equal(t, "203.0.113.9/32", apiP.Spec.Egress[1].To[0].IPBlock.CIDR)
+	assert.Equal(t, map[string]string{"k8s-app": "kube-dns"}, apiP.Spec.Egress[2].To[0].PodSelector.MatchLabels)
+	assert.Len(t, apiP.Spec.Egress[2].Ports, 2, "UDP and TCP 53")
 	dbPeer := apiP.Spec.Egress[0].To[0]
 	assert.Equal(t, map[string]string{NamespaceNameLabel: "data"}, dbPeer.NamespaceSelector.MatchLabels)
 	assert.Equal(t, map[string]string{"app": "db"}, dbPeer.PodSelector.MatchLabels)
