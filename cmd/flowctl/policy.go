@@ -330,7 +330,8 @@ func recommendCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	namespace := fs.String("n", "", "Namespace to recommend policies for (default the kubeconfig context's)")
 	fs.StringVar(namespace, "namespace", "", "same as -n")
 	isolation := fs.String("isolation", "applied", "applied: isolate only the workloads seen; all: also deny every other Pod of the Namespace (a default-deny policy)")
-	kind := fs.String("kind", "np", "policy kind: np (NetworkPolicy)")
+	kind := fs.String("kind", "np", "policy kind: np (NetworkPolicy per workload) or anp (AdminNetworkPolicy per workload)")
+	priority := fs.Int("priority", 100, "with --kind anp: the first AdminNetworkPolicy's priority, the next workload's one more")
 	minObserved := fs.Duration("min-observed", time.Hour, "a workload seen for less than this gets no policy with --isolation applied, and one with a note with all")
 	output := fs.String("o", "-", "output file for the YAML; - is stdout")
 	if err := parse(fs, args); err != nil {
@@ -340,8 +341,11 @@ func recommendCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if iso != policyinsight.IsolateApplied && iso != policyinsight.IsolateAll {
 		return fmt.Errorf("--isolation: %q is not applied or all", *isolation)
 	}
-	if *kind != "np" {
-		return fmt.Errorf("--kind: %q is not np (AdminNetworkPolicy recommendations are not written yet)", *kind)
+	if *kind != policyinsight.RecommendNetworkPolicies && *kind != policyinsight.RecommendAdminPolicies {
+		return fmt.Errorf("--kind: %q is not np or anp", *kind)
+	}
+	if *priority < 0 || *priority > 1000 {
+		return fmt.Errorf("--priority: %d is not in 0..1000 (the AdminNetworkPolicy API's range)", *priority)
 	}
 	if err := pf.check(); err != nil {
 		return err
@@ -351,7 +355,8 @@ func recommendCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	r := policyinsight.Recommend(ns, rec.Flows(), policyinsight.RecommendOptions{Isolation: iso, MinObserved: *minObserved})
+	r := policyinsight.Recommend(ns, rec.Flows(), policyinsight.RecommendOptions{Isolation: iso, MinObserved: *minObserved,
+		Kind: *kind, Priority: int32(*priority)})
 	for _, n := range r.Notes {
 		fmt.Fprintln(stderr, "flowctl: note:", n)
 	}
@@ -362,7 +367,7 @@ func recommendCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	fmt.Fprintf(stderr, "flowctl: %d policies for Namespace %s from %d recorded connections since %s; what-if over them: %d newly denied\n",
-		len(r.Policies), ns, rep.Connections, pf.from.UTC().Format(time.RFC3339), rep.NewlyDenied())
+		len(r.Policies)+len(r.AdminPolicies), ns, rep.Connections, pf.from.UTC().Format(time.RFC3339), rep.NewlyDenied())
 	y, err := r.YAML()
 	if err != nil {
 		return err

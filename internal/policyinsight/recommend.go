@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
@@ -48,6 +49,12 @@ type RecommendOptions struct {
 	// k8s-app=kube-dns in kube-system (CoreDNS's labels in kubeadm and most
 	// distributions).
 	DNS *networkingv1.NetworkPolicyPeer
+	// Kind is RecommendNetworkPolicies ("" too) or RecommendAdminPolicies:
+	// one AdminNetworkPolicy per workload, at Priority, Priority+1, ... in
+	// the order of the workloads' names (the Namespace's default deny of
+	// IsolateAll last).
+	Kind     string
+	Priority int32
 }
 
 // Labels that differ between the Pods of one workload, or between its
@@ -69,7 +76,8 @@ const NamespaceNameLabel = "kubernetes.io/metadata.name"
 
 // Recommendation is Recommend's answer.
 type Recommendation struct {
-	Policies []*networkingv1.NetworkPolicy
+	Policies      []*networkingv1.NetworkPolicy
+	AdminPolicies []*v1alpha1.AdminNetworkPolicy
 	// Notes say what the policies could not express exactly, and which
 	// workloads were left out or seen too briefly.
 	Notes []string
@@ -145,6 +153,16 @@ func Recommend(namespace string, flows []*Flow, o RecommendOptions) *Recommendat
 			rec.Notes = append(rec.Notes, fmt.Sprintf("%s: seen for %s, less than %s: its policy admits only what was seen", k, seen.Round(time.Second), o.MinObserved))
 		}
 		rec.Policies = append(rec.Policies, workloadPolicy(w, flows, workloads, dns, rec))
+	}
+	if o.Kind == RecommendAdminPolicies {
+		for i, np := range rec.Policies {
+			rec.AdminPolicies = append(rec.AdminPolicies, adminFrom(np, o.Priority+int32(i), rec))
+		}
+		if o.Isolation == IsolateAll {
+			rec.AdminPolicies = append(rec.AdminPolicies, adminDefaultDeny(namespace, o.Priority+int32(len(rec.Policies))))
+		}
+		rec.Policies = nil
+		return rec
 	}
 	if o.Isolation == IsolateAll {
 		rec.Policies = append(rec.Policies, &networkingv1.NetworkPolicy{
@@ -292,11 +310,18 @@ func (r *Recommendation) YAML() ([]byte, error) {
 	for _, n := range r.Notes {
 		b.WriteString("# " + n + "\n")
 	}
-	for i, p := range r.Policies {
+	var docs []map[string]any
+	for _, p := range r.Policies {
+		docs = append(docs, document(p.TypeMeta, map[string]any{"name": p.Name, "namespace": p.Namespace}, p.Spec))
+	}
+	for _, p := range r.AdminPolicies {
+		docs = append(docs, document(p.TypeMeta, map[string]any{"name": p.Name}, p.Spec))
+	}
+	for i, d := range docs {
 		if i > 0 {
 			b.WriteString("---\n")
 		}
-		y, err := yaml.Marshal(cleanForYAML(p))
+		y, err := yaml.Marshal(d)
 		if err != nil {
 			return nil, err
 		}
@@ -305,11 +330,11 @@ func (r *Recommendation) YAML() ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-// cleanForYAML drops the fields a new object has no value for (status,
-// creationTimestamp: null), which kubectl apply would only complain about.
-func cleanForYAML(p *networkingv1.NetworkPolicy) map[string]any {
-	meta := map[string]any{"name": p.Name, "namespace": p.Namespace}
-	return map[string]any{"apiVersion": p.APIVersion, "kind": p.Kind, "metadata": meta, "spec": p.Spec}
+// document is an object without the fields a new object has no value for
+// (status, creationTimestamp: null), which kubectl apply would only
+// complain about.
+func document(t metav1.TypeMeta, meta map[string]any, spec any) map[string]any {
+	return map[string]any{"apiVersion": t.APIVersion, "kind": t.Kind, "metadata": meta, "spec": spec}
 }
 
 // Draft is the recommendation as a what-if draft: its policies created.
@@ -317,6 +342,9 @@ func (r *Recommendation) Draft() *Draft {
 	d := &Draft{}
 	for _, p := range r.Policies {
 		d.changes = append(d.changes, change{ref: Ref{KindNetworkPolicy, p.Namespace, p.Name}, apply: func(s *Snapshot) { s.SetNetworkPolicy(p) }})
+	}
+	for _, p := range r.AdminPolicies {
+		d.changes = append(d.changes, change{ref: Ref{KindAdminNetworkPolicy, "", p.Name}, apply: func(s *Snapshot) { s.SetAdminPolicy(p) }})
 	}
 	return d
 }

@@ -2,6 +2,7 @@ package policyinsight
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -119,4 +120,60 @@ func TestRecommendWithoutStableLabels(t *testing.T) {
 	rep, err := WhatIf(shopCluster(), r.Draft(), rec.Flows())
 	require.NoError(t, err)
 	assert.Zero(t, rep.NewlyDenied(), "%+v", rep.Changes)
+}
+
+// --kind anp: one AdminNetworkPolicy per workload, in priority order, each
+// admitting what its NetworkPolicy would and denying other Pods and
+// addresses by name; ingress from Nodes and external clients has no
+// AdminNetworkPolicy peer and is noted. Verified like the NetworkPolicies.
+func TestRecommendAdmin(t *testing.T) {
+	rec := shopFlows()
+	r := Recommend("shop", rec.Flows(), RecommendOptions{Isolation: IsolateApplied, MinObserved: time.Hour, Kind: RecommendAdminPolicies, Priority: 100})
+	assert.Empty(t, r.Policies)
+	var got []string
+	for _, p := range r.AdminPolicies {
+		got = append(got, fmt.Sprintf("%s@%d", p.Name, p.Spec.Priority))
+	}
+	assert.Equal(t, []string{"flowtel-shop-api@100", "flowtel-shop-web@101"}, got)
+	assert.Contains(t, r.Notes, "flowtel-shop-web: ingress from 192.168.0.11/32 is not expressible in an AdminNetworkPolicy: the NetworkPolicies decide it")
+	web := r.AdminPolicies[1].Spec
+	assert.Equal(t, map[string]string{NamespaceNameLabel: "shop"}, web.Subject.Pods.NamespaceSelector.MatchLabels)
+	assert.Equal(t, map[string]string{"app": "web", "tier": "front"}, web.Subject.Pods.PodSelector.MatchLabels)
+	require.Len(t, web.Ingress, 1, "only the Deny: web's clients are a Node and an external address")
+	assert.Equal(t, "deny-other-pods", web.Ingress[0].Name)
+
+	y, err := r.YAML()
+	require.NoError(t, err)
+	d, err := ParseDraft(bytes.NewReader(y), "")
+	require.NoError(t, err)
+	rep, err := WhatIf(shopCluster(), d, rec.Flows())
+	require.NoError(t, err)
+	assert.Zero(t, rep.NewlyDenied(), "%+v", rep.Changes)
+
+	after, err := d.Apply(shopCluster())
+	require.NoError(t, err)
+	unseen := &Recording{}
+	unseen.Add(web1, db, tcp, 5432, 1, t0, t0)
+	unseen.Add(api, payAPI, tcp, 80, 1, t0, t0)
+	unseen.Add(web2, api, tcp, 9001, 1, t0, t0)
+	for _, f := range unseen.Flows() {
+		dec := Decide(after.Cluster(), f.connection())
+		require.Equal(t, Denied, dec.Result, "%s -> %s:%d", f.Source.Pod, f.Destination.Pod, f.Port)
+		assert.Equal(t, "flowtel-shop-"+f.Source.WorkloadName, dec.Egress.Policy.Name)
+		assert.Equal(t, "deny-other", dec.Egress.RuleName)
+	}
+
+	all := Recommend("shop", rec.Flows(), RecommendOptions{Isolation: IsolateAll, MinObserved: time.Hour, Kind: RecommendAdminPolicies, Priority: 100})
+	last := all.AdminPolicies[len(all.AdminPolicies)-1]
+	assert.Equal(t, "flowtel-shop-default-deny@103", fmt.Sprintf("%s@%d", last.Name, last.Spec.Priority))
+	rep, err = WhatIf(shopCluster(), all.Draft(), rec.Flows())
+	require.NoError(t, err)
+	assert.Zero(t, rep.NewlyDenied(), "%+v", rep.Changes)
+	after, err = all.Draft().Apply(shopCluster())
+	require.NoError(t, err)
+	stranger := &Recording{}
+	stranger.Add(pod("shop", "Deployment", "cache", "cache-1", "10.0.1.40", "app=cache"), visitor, tcp, 443, 1, t0, t0)
+	dec := Decide(after.Cluster(), stranger.Flows()[0].connection())
+	assert.Equal(t, Denied, dec.Result)
+	assert.Equal(t, "flowtel-shop-default-deny", dec.Egress.Policy.Name)
 }
