@@ -9,9 +9,9 @@
 //     verdict would change, grouped by workload pair and port, each with
 //     the rule that decides it.
 //   - Which policies would admit exactly what ran? Recommend writes
-//     least-privilege NetworkPolicies for one Namespace's workloads from
-//     its recorded connections; WhatIf over the same connections verifies
-//     them (no connection newly denied).
+//     least-privilege NetworkPolicies (or AdminNetworkPolicies) for one
+//     Namespace's workloads from its recorded connections; WhatIf over the
+//     same connections verifies them (no connection newly denied).
 //
 // Evaluation is internal/netpol's, for one connection in one direction.
 // Both sides of a what-if use the policies as they stand now (a Snapshot

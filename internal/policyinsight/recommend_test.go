@@ -85,17 +85,24 @@ func TestRecommendIsolateAll(t *testing.T) {
 	}
 	assert.Equal(t, []string{"flowtel-api", "flowtel-web", "flowtel-report", "flowtel-default-deny"}, names)
 	assert.Contains(t, r.Notes, "shop/Job/report: seen for 1m0s, less than 1h0m0s: its policy admits only what was seen")
+	verifyIsolatesAll(t, r, rec, "flowtel-default-deny")
+}
+
+// verifyIsolatesAll: with IsolateAll's recommendation, what-if over the
+// recorded connections denies none, and a workload never seen is denied
+// by the Namespace's default deny (policy).
+func verifyIsolatesAll(t *testing.T, r *Recommendation, rec *Recording, policy string) {
+	t.Helper()
 	rep, err := WhatIf(shopCluster(), r.Draft(), rec.Flows())
 	require.NoError(t, err)
 	assert.Zero(t, rep.NewlyDenied(), "%+v", rep.Changes)
-
 	after, err := r.Draft().Apply(shopCluster())
 	require.NoError(t, err)
 	stranger := &Recording{}
 	stranger.Add(pod("shop", "Deployment", "cache", "cache-1", "10.0.1.40", "app=cache"), visitor, tcp, 443, 1, t0, t0)
 	dec := Decide(after.Cluster(), stranger.Flows()[0].connection())
 	assert.Equal(t, Denied, dec.Result)
-	assert.Equal(t, "flowtel-default-deny", dec.Egress.Policy.Name)
+	assert.Equal(t, policy, dec.Egress.Policy.Name)
 }
 
 // A workload whose recorded Pods share no label gets no policy, and a peer
@@ -166,14 +173,5 @@ func TestRecommendAdmin(t *testing.T) {
 	all := Recommend("shop", rec.Flows(), RecommendOptions{Isolation: IsolateAll, MinObserved: time.Hour, Kind: RecommendAdminPolicies, Priority: 100})
 	last := all.AdminPolicies[len(all.AdminPolicies)-1]
 	assert.Equal(t, "flowtel-shop-default-deny@103", fmt.Sprintf("%s@%d", last.Name, last.Spec.Priority))
-	rep, err = WhatIf(shopCluster(), all.Draft(), rec.Flows())
-	require.NoError(t, err)
-	assert.Zero(t, rep.NewlyDenied(), "%+v", rep.Changes)
-	after, err = all.Draft().Apply(shopCluster())
-	require.NoError(t, err)
-	stranger := &Recording{}
-	stranger.Add(pod("shop", "Deployment", "cache", "cache-1", "10.0.1.40", "app=cache"), visitor, tcp, 443, 1, t0, t0)
-	dec := Decide(after.Cluster(), stranger.Flows()[0].connection())
-	assert.Equal(t, Denied, dec.Result)
-	assert.Equal(t, "flowtel-shop-default-deny", dec.Egress.Policy.Name)
+	verifyIsolatesAll(t, all, rec, "flowtel-shop-default-deny")
 }
