@@ -55,22 +55,34 @@ func policyCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 // policyFlags are what both subcommands read: the API server (kubeconfig),
 // the flows table and the window.
 type policyFlags struct {
-	kubeconfig, kubecontext string
-	ch                      clickhouseFlags
-	since                   string
-	from                    time.Time // the window's start, from since
+	// conn is the kubeconfig (the policies and Namespaces are read as its
+	// user) and, for what-if --follow, where the flow stream is.
+	conn  connFlags
+	ch    clickhouseFlags
+	since string
+	from  time.Time // the window's start, from since
 }
 
-func (p *policyFlags) register(fs *flag.FlagSet, since string) {
-	fs.StringVar(&p.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config): the policies and Namespaces are read as its user")
-	fs.StringVar(&p.kubecontext, "context", "", "kubeconfig context (default the current one)")
-	p.ch.register(fs, "(required)")
+// register adds the flags; stream adds the flow stream's too (what-if
+// --follow reads it).
+func (p *policyFlags) register(fs *flag.FlagSet, since string, stream bool) {
+	if stream {
+		p.conn.register(fs)
+	} else {
+		fs.StringVar(&p.conn.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config): the policies and Namespaces are read as its user")
+		fs.StringVar(&p.conn.kubecontext, "context", "", "kubeconfig context (default the current one)")
+	}
+	p.ch.register(fs, "(required, but with --follow)")
 	fs.StringVar(&p.since, "since", since, "connections that ended after this: a duration (24h, 7d) or an RFC 3339 time")
 }
 
-// check validates the flags, before anything is read.
-func (p *policyFlags) check() error {
-	if p.ch.url == "" {
+// check validates the flags, before anything is read; follow reads the
+// flow stream instead of ClickHouse.
+func (p *policyFlags) check(follow bool) error {
+	switch {
+	case follow && p.ch.url != "":
+		return errors.New("--follow reads the flow stream, --clickhouse the flows table: give one")
+	case !follow && p.ch.url == "":
 		return errors.New("--clickhouse: required (the flows table's HTTP interface, e.g. http://127.0.0.1:8123 through kubectl port-forward)")
 	}
 	var err error
@@ -82,7 +94,7 @@ func (p *policyFlags) check() error {
 // ("" every Namespace) since the window's start. contextNS is the
 // kubeconfig context's Namespace.
 func (p *policyFlags) load(ctx context.Context, namespace func(contextNS string) (string, error)) (snap *policyinsight.Snapshot, rec *policyinsight.Recording, ns string, err error) {
-	_, cfg, contextNS, err := loadKubeconfig(p.kubeconfig, p.kubecontext)
+	_, cfg, contextNS, err := loadKubeconfig(p.conn.kubeconfig, p.conn.kubecontext)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -101,6 +113,9 @@ func (p *policyFlags) load(ctx context.Context, namespace func(contextNS string)
 		return nil, nil, "", err
 	}
 	rec = &policyinsight.Recording{}
+	if p.ch.url == "" {
+		return snap, rec, ns, nil // --follow: the stream brings them
+	}
 	err = p.ch.query(ctx, func(table string) string { return policyQuery(table, p.from, ns) }, func(r map[string]json.RawMessage) error {
 		return addRow(rec, r)
 	})
@@ -217,8 +232,9 @@ func whatIfCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := newFlagSet("policy what-if", stderr)
 	var pf policyFlags
 	var sc scopeFlags
-	pf.register(fs, "24h")
+	pf.register(fs, "24h", true)
 	sc.register(fs)
+	follow := fs.Bool("follow", false, "read the flow stream (its history since --since, then live flows until interrupted) instead of ClickHouse, and print each changed verdict when its flow first appears")
 	draftFile := fs.String("f", "", "the draft: YAML or JSON NetworkPolicies, AdminNetworkPolicies, BaselineAdminNetworkPolicies to create or change, or to delete (annotated "+policyinsight.DeleteAnnotation+": delete); - is stdin")
 	output := fs.String("o", "table", "output: table or json")
 	if err := parse(fs, args); err != nil {
@@ -230,7 +246,7 @@ func whatIfCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *draftFile == "" {
 		return errors.New("-f: the draft is required")
 	}
-	if err := pf.check(); err != nil {
+	if err := pf.check(*follow); err != nil {
 		return err
 	}
 	var in io.Reader = os.Stdin
@@ -254,6 +270,13 @@ func whatIfCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	})
 	if err != nil {
 		return err
+	}
+	if *follow {
+		ev, err := policyinsight.NewEvaluator(snap, draft)
+		if err != nil {
+			return err
+		}
+		return followWhatIf(ctx, &pf, &sc, ev, *output == "json", stdout, stderr)
 	}
 	rep, err := policyinsight.WhatIf(snap, draft, rec.Flows())
 	if err != nil {
@@ -326,7 +349,7 @@ func ruleText(r policyinsight.Rule) string {
 func recommendCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("policy recommend", stderr)
 	var pf policyFlags
-	pf.register(fs, "7d")
+	pf.register(fs, "7d", false)
 	namespace := fs.String("n", "", "Namespace to recommend policies for (default the kubeconfig context's)")
 	fs.StringVar(namespace, "namespace", "", "same as -n")
 	isolation := fs.String("isolation", "applied", "applied: isolate only the workloads seen; all: also deny every other Pod of the Namespace (a default-deny policy)")
@@ -347,7 +370,7 @@ func recommendCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	if *priority < 0 || *priority > 1000 {
 		return fmt.Errorf("--priority: %d is not in 0..1000 (the AdminNetworkPolicy API's range)", *priority)
 	}
-	if err := pf.check(); err != nil {
+	if err := pf.check(false); err != nil {
 		return err
 	}
 	sc := scopeFlags{namespace: *namespace}

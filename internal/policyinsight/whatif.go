@@ -165,11 +165,27 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 // draft in another Namespace, and no cluster-scoped policy in it) keeps
 // its verdict and is not evaluated again.
 func WhatIf(cluster *Snapshot, draft *Draft, flows []*Flow) (*Report, error) {
+	e, err := NewEvaluator(cluster, draft)
+	if err != nil {
+		return nil, err
+	}
+	return e.Compare(flows), nil
+}
+
+// Evaluator holds a cluster before and after a draft, for comparing flows
+// as they come (a live stream) without applying the draft again.
+type Evaluator struct {
+	before, after netpol.Cluster
+	scope         scope
+}
+
+// NewEvaluator applies the draft to the cluster (Draft.Apply's errors).
+func NewEvaluator(cluster *Snapshot, draft *Draft) (*Evaluator, error) {
 	after, err := draft.Apply(cluster)
 	if err != nil {
 		return nil, err
 	}
-	return compare(cluster.Cluster(), after.Cluster(), draft.scope(), flows), nil
+	return &Evaluator{before: cluster.Cluster(), after: after.Cluster(), scope: draft.scope()}, nil
 }
 
 type changeKey struct {
@@ -179,7 +195,9 @@ type changeKey struct {
 	before, after Result
 }
 
-func compare(before, after netpol.Cluster, sc scope, flows []*Flow) *Report {
+// Compare reports the flows whose result the draft changes.
+func (e *Evaluator) Compare(flows []*Flow) *Report {
+	before, after, sc := e.before, e.after, e.scope
 	rep := &Report{Flows: len(flows)}
 	groups := map[changeKey]*Change{}
 	for _, f := range flows {
