@@ -314,14 +314,19 @@ func writeChanges(w io.Writer, changes []policyinsight.Change) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHANGE\tSOURCE\tDESTINATION\tPORT\tCONNECTIONS\tDECIDED BY")
 	for _, c := range changes {
-		var rules []string
-		for _, r := range c.Rules {
-			rules = append(rules, ruleText(r))
-		}
 		fmt.Fprintf(tw, "%s -> %s\t%s\t%s\t%s/%d\t%d\t%s\n", c.Before, c.After, c.Source, c.Destination, c.Protocol, c.Port,
-			c.Connections, strings.Join(rules, "; "))
+			c.Connections, rulesText(c))
 	}
 	return tw.Flush()
+}
+
+// rulesText reads a change's deciding rules, "; " between them.
+func rulesText(c policyinsight.Change) string {
+	rules := make([]string, 0, len(c.Rules))
+	for _, r := range c.Rules {
+		rules = append(rules, ruleText(r))
+	}
+	return strings.Join(rules, "; ")
 }
 
 // ruleText reads a deciding rule: "egress: NetworkPolicy shop/api rule

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"strings"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -73,11 +72,7 @@ func printChange(w io.Writer, c policyinsight.Change, jsonl bool) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	var rules []string
-	for _, r := range c.Rules {
-		rules = append(rules, ruleText(r))
-	}
-	_, err := fmt.Fprintf(w, "%s -> %s  %s  %s  %s/%d  %s\n", c.Before, c.After, c.Source, c.Destination, c.Protocol, c.Port, strings.Join(rules, "; "))
+	_, err := fmt.Fprintf(w, "%s -> %s  %s  %s  %s/%d  %s\n", c.Before, c.After, c.Source, c.Destination, c.Protocol, c.Port, rulesText(c))
 	return err
 }
 
