@@ -21,6 +21,7 @@ require (
 	go.opentelemetry.io/collector/client v1.67.0
 	go.opentelemetry.io/collector/component v1.67.0
 	go.opentelemetry.io/collector/component/componenttest v0.161.0
+	go.opentelemetry.io/collector/config/configauth v1.67.0
 	go.opentelemetry.io/collector/config/configgrpc v1.67.0
 	go.opentelemetry.io/collector/config/configmiddleware v1.67.0
 	go.opentelemetry.io/collector/config/configopaque v1.67.0
@@ -203,7 +204,6 @@ require (
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/collector v0.161.0 // indirect
 	go.opentelemetry.io/collector/component/componentstatus v0.161.0 // indirect
-	go.opentelemetry.io/collector/config/configauth v1.67.0 // indirect
 	go.opentelemetry.io/collector/config/configcompression v1.67.0 // indirect
 	go.opentelemetry.io/collector/config/confighttp v0.161.0 // indirect
 	go.opentelemetry.io/collector/config/confignet v1.67.0 // indirect

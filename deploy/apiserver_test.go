@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 	"github.com/flowtel/flowtel/processor/flowcorrelationprocessor"
 	"github.com/flowtel/flowtel/processor/k8sflowprocessor"
@@ -287,7 +288,7 @@ func startK8sFlow(t *testing.T, c cluster, namespace, sa, token string) {
 	factory := k8sflowprocessor.NewFactory()
 	cfg := factory.CreateDefaultConfig().(*k8sflowprocessor.Config)
 	cfg.NodeName = "node-1"
-	cfg.AuthType = k8sindex.AuthKubeConfig
+	cfg.AuthType = k8sclient.AuthKubeConfig
 	cfg.KubeConfig = c.Kubeconfig(t, namespace+"-"+sa, token)
 	cfg.WaitForSync = true
 	cfg.WaitForSyncTimeout = 30 * time.Second
@@ -352,7 +353,7 @@ func checkGatewayRBAC(t *testing.T, c cluster, namespace, sa string, nodeIdentit
 	factory := flowcorrelationprocessor.NewFactory()
 	cfg := factory.CreateDefaultConfig().(*flowcorrelationprocessor.Config)
 	index := cfg.Kubernetes.GetOrInsertDefault()
-	index.AuthType, index.KubeConfig = k8sindex.AuthKubeConfig, c.Kubeconfig(t, namespace+"-"+sa, token)
+	index.AuthType, index.KubeConfig = k8sclient.AuthKubeConfig, c.Kubeconfig(t, namespace+"-"+sa, token)
 	index.WaitForSyncTimeout = 30 * time.Second
 	p, err := factory.CreateLogs(context.Background(), processortest.NewNopSettings(component.MustNewType("flow_correlation")), cfg, consumertest.NewNop())
 	if err != nil {

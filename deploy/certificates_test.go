@@ -22,7 +22,7 @@ import (
 
 	"github.com/flowtel/flowtel/distributions"
 	"github.com/flowtel/flowtel/extension/k8scertificatesextension"
-	"github.com/flowtel/flowtel/internal/k8sindex"
+	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 // TestKustomizeMakesItsCertificates: deploy/kubernetes applied with nothing
@@ -187,7 +187,7 @@ func runCertificates(t *testing.T, c cluster, namespace string, settings map[str
 	if err := confmap.NewFromStringMap(settings).Unmarshal(cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg.AuthType, cfg.KubeConfig, cfg.Namespace = k8sindex.AuthKubeConfig, c.Kubeconfig(t, namespace+"-"+sa, token), namespace
+	cfg.AuthType, cfg.KubeConfig, cfg.Namespace = k8sclient.AuthKubeConfig, c.Kubeconfig(t, namespace+"-"+sa, token), namespace
 	cfg.WaitForFiles = nil
 	run := func(cfg *k8scertificatesextension.Config) {
 		t.Helper()

@@ -90,16 +90,9 @@ func (c *connFlags) dial(ctx context.Context) (*session, error) {
 	if c.insecure && !c.sendUnverified {
 		return nil, fmt.Errorf("--insecure-skip-tls-verify: refusing to send your credentials (the kubeconfig's bearer token or client certificate) to a server whose certificate is not verified: whoever answers could stream, or use the token, as you. Verify it with --ca-file (and --tls-server-name), or add --%s to accept that risk", sendUnverifiedFlag)
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = c.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.kubecontext})
-	cfg, err := cc.ClientConfig()
+	cc, cfg, ns, err := loadKubeconfig(c.kubeconfig, c.kubecontext)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	ns, _, err := cc.Namespace()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, err
 	}
 	s := &session{namespace: ns}
 	namespaces := []string{c.streamNamespace}
@@ -154,6 +147,23 @@ func (c *connFlags) dial(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("--server %q: %w", s.target, err)
 	}
 	return s, nil
+}
+
+// loadKubeconfig reads a kubeconfig (path "": $KUBECONFIG, then
+// ~/.kube/config) at a context ("": the current one), and its Namespace.
+func loadKubeconfig(path, context string) (clientcmd.ClientConfig, *rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	return cc, cfg, ns, nil
 }
 
 func bearerToken(cfg *rest.Config) (string, error) {

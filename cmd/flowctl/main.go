@@ -27,6 +27,7 @@ Commands:
   metrics   print a collector's record counters (received, exported, dropped, pending)
   map       draw who talks to whom (flow stream or ClickHouse) as Graphviz DOT, SVG or PNG
   ui        serve a live web view (map and flows table) of the flow stream on this machine
+  policy    what-if of a policy draft, and recommended policies, over the connections in ClickHouse
 
 Run "flowctl <command> -h" for its flags.
 `
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = mapCommand(ctx, args[1:], stdout, stderr)
 	case "ui":
 		err = uiCommand(ctx, args[1:], stdout, stderr)
+	case "policy":
+		err = policyCommand(ctx, args[1:], stdout, stderr)
 	case "top":
 		err = topCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -8,13 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/netip"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,11 +27,8 @@ func mapCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var sc scopeFlags
 	conn.register(fs)
 	sc.register(fs)
-	chURL := fs.String("clickhouse", "", "read ClickHouse's flows table over HTTP at this URL (e.g. http://127.0.0.1:8123) instead of the flow stream; password from $CLICKHOUSE_PASSWORD")
-	chUser := fs.String("user", "", "ClickHouse user (default the server's default user)")
-	plainPassword := fs.Bool("send-password-over-plain-http", false, "send $CLICKHOUSE_PASSWORD to an http:// --clickhouse URL of a non-loopback host: anyone on the network path reads it")
-	database := fs.String("database", "default", "ClickHouse database of the flows table")
-	table := fs.String("table", "flows", "ClickHouse flows table")
+	var ch clickhouseFlags
+	ch.register(fs, "instead of the flow stream")
 	since := fs.String("since", "1h", "flows that ended after this: a duration (1h, 24h, 7d) or an RFC 3339 time; through the flow stream, older than the gateway holds in memory is read from its flow history")
 	group := fs.String("group", "workload", "what a node of the map is: workload (a Pod's owner, else the Pod) or pod")
 	output := fs.String("o", "-", "output file: .dot or .gv (Graphviz DOT), .svg, .png or .pdf (rendered with Graphviz's dot); - is DOT on stdout")
@@ -55,9 +48,9 @@ func mapCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	g := newGraph(*group == "workload")
 	var title string
-	if *chURL != "" {
-		title = fmt.Sprintf("flows in %s.%s since %s", *database, *table, from.UTC().Format(time.RFC3339))
-		err = clickhouseFlows(ctx, *chURL, *chUser, os.Getenv("CLICKHOUSE_PASSWORD"), *plainPassword, *database, *table, from, g.add)
+	if ch.url != "" {
+		title = fmt.Sprintf("flows in %s.%s since %s", ch.database, ch.table, from.UTC().Format(time.RFC3339))
+		err = clickhouseFlows(ctx, &ch, from, g.add)
 	} else {
 		title = "flow stream since " + from.UTC().Format(time.RFC3339)
 		err = streamFlows(ctx, conn, sc, from, stderr, g.add)
@@ -226,66 +219,20 @@ func endColumns(side string) (sel, group string) {
 	return strings.Join(s, ", "), group
 }
 
-// chUint reads a ClickHouse UInt64 from JSON, quoted (the default) or not.
-type chUint uint64
-
-func (u *chUint) UnmarshalJSON(b []byte) error {
-	v, err := strconv.ParseUint(strings.Trim(string(b), `"`), 10, 64)
-	*u = chUint(v)
-	return err
-}
-
-// clickhouseFlows queries the flows table over ClickHouse's HTTP interface.
-// A password goes in cleartext over http:// only to loopback (a port-forward)
-// or with plainPassword.
-func clickhouseFlows(ctx context.Context, base, user, password string, plainPassword bool, database, table string, from time.Time, add func(mapFlow)) error {
-	for _, n := range []string{database, table} {
-		if n == "" || strings.ContainsAny(n, "`\\") {
-			return fmt.Errorf("--database, --table: %q is not a plain ClickHouse name", n)
-		}
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--clickhouse: %q is not an http:// or https:// URL of ClickHouse's HTTP interface (port 8123 by default)", base)
-	}
-	if password != "" && u.Scheme == "http" && !plainPassword && !loopbackHost(u.Hostname()) {
-		return fmt.Errorf("--clickhouse %s: refusing to send $CLICKHOUSE_PASSWORD over plain HTTP to a non-loopback host, where anyone on the way reads it: use https:// (ClickHouse's HTTPS port, 8443 by default), or kubectl port-forward and http://127.0.0.1:8123, or add --send-password-over-plain-http to accept that", base)
-	}
+// clickhouseFlows reads the map's rows from the flows table.
+func clickhouseFlows(ctx context.Context, ch *clickhouseFlags, from time.Time, add func(mapFlow)) error {
 	srcSel, srcGroup := endColumns("source")
 	dstSel, dstGroup := endColumns("destination")
-	q := fmt.Sprintf(mapQuery, srcSel, dstSel, "`"+database+"`.`"+table+"`", from.Unix(), srcGroup+", "+dstGroup)
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(q))
-	if err != nil {
-		return err
-	}
-	if user != "" || password != "" {
-		req.SetBasicAuth(user, password)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("--clickhouse: %w (is ClickHouse's HTTP interface reachable?)", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("clickhouse: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var r map[string]json.RawMessage
-		if err := dec.Decode(&r); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("clickhouse: reading the result: %w", err)
-		}
+	return ch.query(ctx, func(table string) string {
+		return fmt.Sprintf(mapQuery, srcSel, dstSel, table, from.Unix(), srcGroup+", "+dstGroup)
+	}, func(r map[string]json.RawMessage) error {
 		var f mapFlow
 		if err := decodeRow(r, &f); err != nil {
-			return fmt.Errorf("clickhouse: reading the result: %w", err)
+			return err
 		}
 		add(f)
-	}
+		return nil
+	})
 }
 
 func decodeRow(r map[string]json.RawMessage, f *mapFlow) error {
@@ -327,13 +274,4 @@ func decodeRow(r map[string]json.RawMessage, f *mapFlow) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// loopbackHost: host is localhost or a loopback address (no name is resolved).
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsLoopback()
 }

@@ -41,6 +41,10 @@ func defaultQueueConfig() exporterhelper.QueueBatchConfig {
 	q.Sizer = exporterhelper.RequestSizerTypeItems
 	q.QueueSize = defaultQueueRows
 	q.NumConsumers = defaultConsumers
+	// Full, the queue blocks rather than refusing: behind flow_correlation a
+	// refused batch is retried through the pipeline's fan-out, so every other
+	// exporter would get it twice (ipfix's defaults say more).
+	q.BlockOnOverflow = true
 	q.Batch = configoptional.Some(exporterhelper.BatchConfig{
 		FlushTimeout: defaultFlushTimeout,
 		Sizer:        exporterhelper.RequestSizerTypeItems,

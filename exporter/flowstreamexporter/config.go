@@ -7,7 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/config/configgrpc"
 
-	"github.com/flowtel/flowtel/internal/k8sindex"
+	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 // DefaultAPIGroup is the API group of the virtual flows resource: Antrea's,
@@ -88,13 +88,13 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch c.Kubernetes.AuthType {
-	case k8sindex.AuthServiceAccount:
+	case k8sclient.AuthServiceAccount:
 		if c.Kubernetes.KubeConfig != "" {
-			errs = append(errs, fmt.Errorf("kubernetes.kubeconfig: is only used with auth_type %s (got auth_type %s); remove it or set kubernetes.auth_type", k8sindex.AuthKubeConfig, c.Kubernetes.AuthType))
+			errs = append(errs, fmt.Errorf("kubernetes.kubeconfig: is only used with auth_type %s (got auth_type %s); remove it or set kubernetes.auth_type", k8sclient.AuthKubeConfig, c.Kubernetes.AuthType))
 		}
-	case k8sindex.AuthKubeConfig:
+	case k8sclient.AuthKubeConfig:
 	default:
-		errs = append(errs, fmt.Errorf("kubernetes.auth_type: unknown (got %q); use %s or %s", c.Kubernetes.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
+		errs = append(errs, fmt.Errorf("kubernetes.auth_type: unknown (got %q); use %s or %s", c.Kubernetes.AuthType, k8sclient.AuthServiceAccount, k8sclient.AuthKubeConfig))
 	}
 	if c.Kubernetes.APIGroup == "" {
 		errs = append(errs, fmt.Errorf("kubernetes.api_group: must not be empty; the default is %s", DefaultAPIGroup))

@@ -14,7 +14,7 @@ import (
 
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
 	_ "github.com/flowtel/flowtel/internal/grpcgzip" // gRPC's gzip at half the CPU (D14)
-	"github.com/flowtel/flowtel/internal/k8sindex"
+	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 // Defaults (Antrea's where it has one).
@@ -45,7 +45,7 @@ func createDefaultConfig() component.Config {
 		ServerConfig: srv,
 		BufferSize:   defaultBufferSize,
 		Kubernetes: AuthConfig{
-			AuthType:                  k8sindex.AuthServiceAccount,
+			AuthType:                  k8sclient.AuthServiceAccount,
 			APIGroup:                  DefaultAPIGroup,
 			DecisionTTL:               defaultDecisionTTL,
 			RecheckInterval:           defaultRecheckInterval,

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
+	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/metadata"
 	"github.com/flowtel/flowtel/testbed/ipfixcollector"
 )
 
@@ -256,5 +258,44 @@ func TestConcurrentPushes(t *testing.T) {
 			t.Fatalf("message with sequence number %d, want %d (sequence numbers %v)", s, next, seqs)
 		}
 		next += uint32(perSeq[s])
+	}
+}
+
+// TestBurstIsHeldNotRefused: a burst of small requests, one per Antrea agent
+// message, arriving while the collector is away, is queued whole by the
+// default sending queue and delivered once the collector is back. The queue
+// counted requests (1000) and refused the rest ("sending queue is full").
+func TestBurstIsHeldNotRefused(t *testing.T) {
+	col := startCollector(t, TransportTCP, nil)
+	col.Stop()
+	cfg := testConfig(col.Endpoint(), TransportTCP, layout.Aggregate)
+	ctx := context.Background()
+	exp, err := newLogsExporter(ctx, exportertest.NewNopSettings(metadata.Type), cfg, nsDialer(col.Netns()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exp.Start(ctx, componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = exp.Shutdown(ctx) }()
+
+	const requests, perRequest = 3000, 1
+	refused := 0
+	var firstErr error
+	for i := range requests {
+		if err := exp.ConsumeLogs(ctx, logsOf(recordsWithPorts(10000+i*perRequest, perRequest)...)); err != nil {
+			refused++
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	if refused > 0 {
+		t.Fatalf("%d of %d requests refused (first: %v), want every one queued", refused, requests, firstErr)
+	}
+	col.Restart(t)
+	got := waitRecords(t, col, requests*perRequest)
+	if p := ports(got); len(p) != requests*perRequest {
+		t.Fatalf("%d distinct records arrived, want %d", len(p), requests*perRequest)
 	}
 }

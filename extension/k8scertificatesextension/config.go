@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/flowtel/flowtel/internal/k8sindex"
+	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 // Config names the Secrets the extension keeps and how long what is in them lasts.
@@ -86,8 +86,8 @@ func (c *Config) serviceName(service string) string {
 // Validate checks names and durations.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.AuthType != k8sindex.AuthServiceAccount && c.AuthType != k8sindex.AuthKubeConfig {
-		errs = append(errs, fmt.Errorf("auth_type: unknown (got %q); set %s or %s", c.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
+	if err := k8sclient.CheckAuth("", c.AuthType, c.KubeConfig); err != nil {
+		errs = append(errs, err)
 	}
 	for _, n := range []struct{ key, value string }{{"gateway_name", c.GatewayName}, {"node_name", c.NodeName}, {"flowstream_name", c.FlowStreamName}} {
 		if n.value == "" {

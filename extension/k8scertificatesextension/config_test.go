@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/flowtel/flowtel/internal/configtest"
-	"github.com/flowtel/flowtel/internal/k8sindex"
+	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 // TestLoadConfig: every instance of testdata/config.yaml, loaded over the
@@ -22,11 +22,11 @@ func TestLoadConfig(t *testing.T) {
 			c.Validity, c.RenewBefore, c.CheckInterval = 720*time.Hour, 240*time.Hour, 10*time.Minute
 		})},
 		{Name: "kubeconfig", Want: configtest.Defaults(f, func(c *Config) {
-			c.AuthType, c.KubeConfig = k8sindex.AuthKubeConfig, "/etc/kube/config"
+			c.AuthType, c.KubeConfig = k8sclient.AuthKubeConfig, "/etc/kube/config"
 			c.WaitForFiles, c.WaitTimeout = []string{"/etc/flowtel/tls/tls.crt", "/etc/flowtel/tls/tls.key"}, 2*time.Minute
 		})},
 		{Name: "negative_wait", Err: "wait_timeout: must not be negative (got -1s)"},
-		{Name: "bad_auth", Err: `auth_type: unknown (got "token"); set serviceAccount or kubeConfig`},
+		{Name: "bad_auth", Err: `auth_type: unknown (got "token"); set serviceAccount (in a Pod) or kubeConfig`},
 		{Name: "no_names", WantErr: []string{
 			`gateway_name: required (got ""); set the name the Pods' Secrets start with`,
 			`node_name: required (got ""); set the name the Pods' Secrets start with`,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/flowtel/flowtel/extension/k8scertificatesextension/internal/metadata"
 	_ "github.com/flowtel/flowtel/internal/grpcgzip" // every flowtel component links it (D14)
-	"github.com/flowtel/flowtel/internal/k8sindex"
+	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 // NewFactory returns the factory of the k8s_certificates extension.
@@ -22,7 +22,7 @@ func NewFactory() extension.Factory {
 // successor is published 180 days before expiry and signs from 90 days before.
 func createDefaultConfig() component.Config {
 	return &Config{
-		AuthType:       k8sindex.AuthServiceAccount,
+		AuthType:       k8sclient.AuthServiceAccount,
 		GatewayName:    "flowtel-gateway",
 		NodeName:       "flowtel-node",
 		FlowStreamName: "flowtel-flowstream",

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/config/configoptional"
 
+	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -76,7 +77,7 @@ type KubernetesConfig struct {
 
 func defaultKubernetesConfig() KubernetesConfig {
 	return KubernetesConfig{
-		AuthType:            k8sindex.AuthServiceAccount,
+		AuthType:            k8sclient.AuthServiceAccount,
 		WaitForSync:         true,
 		WaitForSyncTimeout:  time.Minute,
 		DeletedPodRetention: k8sindex.DefaultDeletedPodRetention,
@@ -86,16 +87,8 @@ func defaultKubernetesConfig() KubernetesConfig {
 // Validate checks the kubernetes settings; it names every field that is wrong.
 func (k *KubernetesConfig) Validate() error {
 	var errs []error
-	switch k.AuthType {
-	case k8sindex.AuthServiceAccount:
-		if k.KubeConfig != "" {
-			errs = append(errs, fmt.Errorf("kubeconfig: only used with auth_type %s (got auth_type %s); set auth_type: %s or remove kubeconfig",
-				k8sindex.AuthKubeConfig, k.AuthType, k8sindex.AuthKubeConfig))
-		}
-	case k8sindex.AuthKubeConfig:
-	default:
-		errs = append(errs, fmt.Errorf("auth_type: unknown (got %q); use %s (in a Pod) or %s",
-			k.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
+	if err := k8sclient.CheckAuth("", k.AuthType, k.KubeConfig); err != nil {
+		errs = append(errs, err)
 	}
 	if k.WaitForSync && k.WaitForSyncTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true (got %v); set a duration such as 1m, or wait_for_sync: false",

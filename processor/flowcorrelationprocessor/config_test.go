@@ -38,12 +38,12 @@ func TestLoadConfig(t *testing.T) {
 			"max_records: must be at least 1 (got 0); set the number of connections to hold, such as 1000000",
 		}},
 		{Name: "bad_kubernetes", WantErr: []string{
-			`kubernetes: auth_type: unknown (got "token"); use serviceAccount (in a Pod) or kubeConfig`,
+			`kubernetes: auth_type: unknown (got "token"); set serviceAccount (in a Pod) or kubeConfig`,
 			"wait_for_sync_timeout: must be positive when wait_for_sync is true (got 0s); set a duration such as 1m, or wait_for_sync: false",
 			"deleted_pod_retention: must be positive (got 0s); set a duration such as 5m0s",
 		}},
 		{Name: "kubeconfig_unused", WantErr: []string{
-			"kubernetes: kubeconfig: only used with auth_type kubeConfig (got auth_type serviceAccount); set auth_type: kubeConfig or remove kubeconfig",
+			"kubernetes: kubeconfig: only used with auth_type: kubeConfig (got auth_type: serviceAccount); set auth_type: kubeConfig, or remove kubeconfig",
 		}},
 	})
 }

@@ -16,8 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/otel/attribute"
@@ -215,6 +217,40 @@ func TestPermanentDownstreamErrorIsCounted(t *testing.T) {
 	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src, dst)))
 	assert.EqualValues(t, 1, h.sum(t, "records_failed", reason("downstream_permanent_error")))
 	assert.Zero(t, h.p.out.waiting(), "a permanent error is not retried")
+}
+
+// fanOut hands each batch to every consumer and reports their errors as one,
+// as the collector does for a pipeline with several exporters.
+type fanOut []consumer.Logs
+
+func (f fanOut) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+
+func (f fanOut) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	var errs []error
+	for _, c := range f {
+		errs = append(errs, c.ConsumeLogs(ctx, ld))
+	}
+	return errors.Join(errs...)
+}
+
+// TestFullQueueBehindFanOutIsNotSentTwice: one exporter's full sending queue
+// costs that exporter the batch (counted), not every other exporter a second
+// copy. Retried, the batch reached the exporter that had taken it once per
+// attempt.
+func TestFullQueueBehindFanOutIsNotSentTwice(t *testing.T) {
+	took := &consumertest.LogsSink{}
+	full := &flaky{failures: -1, err: fmt.Errorf("exporter ipfix: %w", exporterhelper.ErrQueueIsFull)}
+	h := newHarness(t, aggregateConfig(), fanOut{took, full})
+	src, dst := interNode(1, t0.Add(time.Second), 1000, 1020)
+	require.NoError(t, h.p.ConsumeLogs(ctx, logsOf(src, dst)))
+	for range 4 {
+		h.clock.advance(2 * time.Second)
+	}
+	assert.Equal(t, 1, took.LogRecordCount(), "the exporter that took the record got it once")
+	assert.Equal(t, 1, full.calls, "the full queue is not asked again")
+	assert.EqualValues(t, 1, h.sum(t, "records_failed", reason("downstream_queue_full")))
+	assert.EqualValues(t, 0, h.sum(t, "records_retried"))
+	assert.Zero(t, h.p.out.waiting())
 }
 
 func TestShutdownExportsEverythingHeld(t *testing.T) {

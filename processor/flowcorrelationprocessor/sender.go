@@ -2,11 +2,13 @@ package flowcorrelationprocessor
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
@@ -134,6 +136,15 @@ func (s *sender) settled(ctx context.Context, b *batch, err error) bool {
 		return true
 	case consumererror.IsPermanent(err):
 		s.fail(ctx, b, reasonDownstreamPerm, err)
+		return true
+	case errors.Is(err, exporterhelper.ErrQueueIsFull):
+		// An exporter's sending queue refused the batch (and counted it in
+		// its enqueue_failed records). Not retried: behind a fan-out the
+		// other exporters took the batch already, and sending it again
+		// would give each of them every record twice. An exporter that
+		// must not lose a burst blocks instead (block_on_overflow), as
+		// flowtel's clickhouse_flows and ipfix do by default.
+		s.fail(ctx, b, reasonDownstreamQueueFull, err)
 		return true
 	}
 	return false

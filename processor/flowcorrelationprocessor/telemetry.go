@@ -16,13 +16,15 @@ import (
 // Reasons a received record is dropped, or an emitted one fails downstream
 // (the reason enums of metadata.yaml).
 const (
-	reasonDecodeError       = "decode_error"
-	reasonMissingTimestamp  = "missing_timestamp"
-	reasonDownstreamPerm    = "downstream_permanent_error"
-	reasonDownstreamError   = "downstream_error"
-	reasonRetryExhausted    = "retry_exhausted"
-	reasonRetryQueueFull    = "retry_queue_full"
-	reasonShutdownUndeliver = "undeliverable_at_shutdown"
+	reasonDecodeError      = "decode_error"
+	reasonMissingTimestamp = "missing_timestamp"
+	reasonDownstreamPerm   = "downstream_permanent_error"
+	reasonDownstreamError  = "downstream_error"
+	// reasonDownstreamQueueFull: an exporter's sending queue was full.
+	reasonDownstreamQueueFull = "downstream_queue_full"
+	reasonRetryExhausted      = "retry_exhausted"
+	reasonRetryQueueFull      = "retry_queue_full"
+	reasonShutdownUndeliver   = "undeliverable_at_shutdown"
 )
 
 // telemetry is the processor's own metrics (metadata.yaml): every record

@@ -12,7 +12,7 @@ import (
 func TestAttributeValuesAreDeclared(t *testing.T) {
 	configtest.Enum(t, "drop_reason", reasonDecodeError, reasonMissingTimestamp)
 	configtest.Enum(t, "failure_reason", reasonDownstreamPerm, reasonRetryExhausted, reasonRetryQueueFull,
-		reasonShutdownUndeliver, reasonDownstreamError)
+		reasonShutdownUndeliver, reasonDownstreamError, reasonDownstreamQueueFull)
 	var exports []string
 	for r := aggregate.ReasonReady; r <= aggregate.ReasonReplaced; r++ {
 		exports = append(exports, r.String())

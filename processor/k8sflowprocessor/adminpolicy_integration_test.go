@@ -4,11 +4,6 @@ package k8sflowprocessor
 
 import (
 	"context"
-	"errors"
-	"io"
-	"os"
-	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -16,51 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
 	policyclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
-	"github.com/flowtel/flowtel/testbed/controlplane"
 )
-
-// installPolicyAPI creates testdata/network-policy-api-crds.yaml and waits
-// until discovery serves both resources.
-func installPolicyAPI(t *testing.T, cp *controlplane.ControlPlane) {
-	t.Helper()
-	ctx := context.Background()
-	dyn, err := dynamic.NewForConfig(cp.Config(cp.AdminToken))
-	require.NoError(t, err)
-	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	f, err := os.Open(filepath.Join("testdata", "network-policy-api-crds.yaml"))
-	require.NoError(t, err)
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		var obj unstructured.Unstructured
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else {
-			require.NoError(t, err)
-		}
-		_, err := crds.Create(ctx, &obj, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-	eventually(t, "the network-policy-api is served", func() bool {
-		list, err := cp.Admin.Discovery().ServerResourcesForGroupVersion("policy.networking.k8s.io/v1alpha1")
-		if err != nil {
-			return false
-		}
-		names := make([]string, 0, len(list.APIResources))
-		for _, r := range list.APIResources {
-			names = append(names, r.Name)
-		}
-		return slices.Contains(names, "adminnetworkpolicies") && slices.Contains(names, "baselineadminnetworkpolicies")
-	})
-}
 
 // TestAdminNetworkPoliciesAgainstKubeAPIServer: with the network-policy-api
 // CRDs installed in a real kube-apiserver, node-a's records name an
@@ -72,7 +27,7 @@ func TestAdminNetworkPoliciesAgainstKubeAPIServer(t *testing.T) {
 	cp, granted := clusterWithRole(t)
 	ctx := context.Background()
 	admin := cp.Admin
-	installPolicyAPI(t, cp)
+	cp.InstallPolicyAPI(t)
 	createPod(t, admin, "web-a", "node-a", v4.webA, v6.webA)
 	createPod(t, admin, "client", "node-a", v4.client)
 	createPod(t, admin, "db-b", "node-b", v4.dbB)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -98,14 +99,8 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("pods: unknown scope (got %q); set %s (this Node's Pods) or %s (every Pod)", c.Pods, PodsLocal, PodsAll))
 	}
-	switch c.AuthType {
-	case k8sindex.AuthServiceAccount:
-		if c.KubeConfig != "" {
-			errs = append(errs, fmt.Errorf("kubeconfig: only used with auth_type: %s (got auth_type: %s); set auth_type: %s, or remove kubeconfig", k8sindex.AuthKubeConfig, c.AuthType, k8sindex.AuthKubeConfig))
-		}
-	case k8sindex.AuthKubeConfig:
-	default:
-		errs = append(errs, fmt.Errorf("auth_type: unknown (got %q); set %s (in a Pod) or %s", c.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
+	if err := k8sclient.CheckAuth("", c.AuthType, c.KubeConfig); err != nil {
+		errs = append(errs, err)
 	}
 	if c.WaitForSync && c.WaitForSyncTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true (got %v); set a duration such as 1m, or wait_for_sync: false", c.WaitForSyncTimeout))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	_ "github.com/flowtel/flowtel/internal/grpcgzip" // gRPC's gzip at half the CPU (D14)
+	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 	"github.com/flowtel/flowtel/processor/k8sflowprocessor/internal/metadata"
 )
@@ -20,7 +21,7 @@ import (
 type clientFunc func(*Config) (kubernetes.Interface, error)
 
 func newClient(cfg *Config) (kubernetes.Interface, error) {
-	return k8sindex.NewClient(cfg.AuthType, cfg.KubeConfig, "flowtel-k8s_flow")
+	return k8sclient.New(cfg.AuthType, cfg.KubeConfig, "flowtel-k8s_flow")
 }
 
 // NewFactory returns the k8s_flow processor factory.
@@ -38,7 +39,7 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		NodeName:            os.Getenv(NodeNameEnv),
 		Pods:                PodsLocal,
-		AuthType:            k8sindex.AuthServiceAccount,
+		AuthType:            k8sclient.AuthServiceAccount,
 		WaitForSync:         true,
 		WaitForSyncTimeout:  time.Minute,
 		DeletedPodRetention: k8sindex.DefaultDeletedPodRetention,

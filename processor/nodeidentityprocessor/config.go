@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flowtel/flowtel/internal/k8sindex"
+	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 // Config is the node_identity processor's configuration.
@@ -41,7 +41,7 @@ const (
 
 func createDefaultConfig() *Config {
 	return &Config{
-		AuthType:        k8sindex.AuthServiceAccount,
+		AuthType:        k8sclient.AuthServiceAccount,
 		Audience:        defaultAudience,
 		CacheTTL:        defaultCacheTTL,
 		MaxCachedTokens: defaultMaxCachedTokens,
@@ -52,10 +52,8 @@ func createDefaultConfig() *Config {
 // wrong and how to fix it.
 func (c *Config) Validate() error {
 	var errs []error
-	switch c.AuthType {
-	case k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig:
-	default:
-		errs = append(errs, fmt.Errorf("auth_type: unknown (got %q); set %s or %s", c.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
+	if err := k8sclient.CheckAuth("", c.AuthType, c.KubeConfig); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Audience == "" {
 		errs = append(errs, fmt.Errorf("audience: must not be empty; set the audience of the node collectors' projected token, such as %s", defaultAudience))

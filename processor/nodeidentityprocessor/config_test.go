@@ -12,7 +12,7 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "", Want: createDefaultConfig()},
 		{Name: "set", Want: &Config{AuthType: "kubeConfig", KubeConfig: "/etc/flowtel/kubeconfig", Audience: "flowtel",
 			ServiceAccounts: []string{"flowtel/flowtel-node"}, CacheTTL: 30 * time.Second, MaxCachedTokens: 100}},
-		{Name: "bad", Err: `auth_type: unknown (got "token"); set serviceAccount or kubeConfig` + "\n" +
+		{Name: "bad", Err: `auth_type: unknown (got "token"); set serviceAccount (in a Pod) or kubeConfig` + "\n" +
 			"audience: must not be empty; set the audience of the node collectors' projected token, such as flowtel-gateway\n" +
 			`service_accounts: "flowtel-node" is not namespace/name; list the node collectors' ServiceAccount, such as flowtel/flowtel-node` + "\n" +
 			`service_accounts: "flowtel/" is not namespace/name; list the node collectors' ServiceAccount, such as flowtel/flowtel-node` + "\n" +

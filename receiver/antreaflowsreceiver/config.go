@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/config/configtls"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/flowtel/flowtel/internal/k8sindex"
+	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 // Config is the antrea_flows receiver's configuration. The defaults are the
@@ -167,8 +167,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Kubernetes.HasValue() {
-		if k := c.Kubernetes.Get(); k.AuthType != k8sindex.AuthServiceAccount && k.AuthType != k8sindex.AuthKubeConfig {
-			errs = append(errs, fmt.Errorf("kubernetes.auth_type: unknown (got %q); set %s or %s", k.AuthType, k8sindex.AuthServiceAccount, k8sindex.AuthKubeConfig))
+		k := c.Kubernetes.Get()
+		if err := k8sclient.CheckAuth("kubernetes.", k.AuthType, k.KubeConfig); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -77,7 +78,7 @@ func (r *antreaReceiver) startNodes(ctx context.Context) error {
 	client := r.cfg.kubeClient
 	if client == nil {
 		k := r.cfg.Kubernetes.Get()
-		c, err := k8sindex.NewClient(k.AuthType, k.KubeConfig, "flowtel-antrea_flows")
+		c, err := k8sclient.New(k.AuthType, k.KubeConfig, "flowtel-antrea_flows")
 		if err != nil {
 			return fmt.Errorf("antrea_flows: kubernetes: %w", err)
 		}

@@ -534,6 +534,8 @@ func TestKubeProxyNftables(t *testing.T) {
 	w := b.startWorkloads(t)
 	b.runCases(t, w, cases())
 	b.checkCases(t, w, cases(), 90*time.Second, 10*time.Second)
+	t.Log("a sender presenting another Node's collector token")
+	b.requireForgedTokenRefused(t, w, "flowtel", "flowtel")
 	b.requireNoRestarts(t)
 }
 

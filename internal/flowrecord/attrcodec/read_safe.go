@@ -3,6 +3,7 @@
 package attrcodec
 
 import (
+	"net/netip"
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -20,8 +21,19 @@ func mapOf(v pcommon.Value) (pcommon.Map, bool) {
 	return v.Map(), v.Type() == pcommon.ValueTypeMap
 }
 
-// quick never decodes: every value goes through the dec* functions.
-func quick(*catalogue.Ref, unsafe.Pointer, pcommon.Value, *spares) bool { return false }
+// quick decodes only addresses, through the Decoder's cache of the texts it
+// parsed last (addrcache.go); every other value goes through the dec*
+// functions.
+func quick(ref *catalogue.Ref, p unsafe.Pointer, v pcommon.Value, sp *spares) bool {
+	if ref.Kind != catalogue.KindAddr || sp == nil || v.Type() != pcommon.ValueTypeStr {
+		return false
+	}
+	a, ok := sp.addrs.parse(v.Str())
+	if ok {
+		*(*netip.Addr)(p) = a
+	}
+	return ok
+}
 
 // fast never walks: Decode walks the attributes through the API.
 func (d *attrDecoder) fast(pcommon.Map) (err error, done bool) { return nil, false }

@@ -1,4 +1,8 @@
-package k8sindex
+// Package k8sclient builds the Kubernetes clientset of a flowtel component from
+// its auth_type and kubeconfig settings, apart from the flow index
+// (internal/k8sindex) so that a component that only needs a client does not
+// link the index.
+package k8sclient
 
 import (
 	"fmt"
@@ -14,9 +18,9 @@ const (
 	AuthKubeConfig     = "kubeConfig"
 )
 
-// NewClient builds a clientset: in-cluster service account credentials, or a
+// New builds a clientset: in-cluster service account credentials, or a
 // kubeconfig file (empty path: $KUBECONFIG, then ~/.kube/config).
-func NewClient(authType, kubeconfig, userAgent string) (kubernetes.Interface, error) {
+func New(authType, kubeconfig, userAgent string) (kubernetes.Interface, error) {
 	var cfg *rest.Config
 	var err error
 	switch authType {
@@ -42,4 +46,21 @@ func NewClient(authType, kubeconfig, userAgent string) (kubernetes.Interface, er
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return kubernetes.NewForConfig(cfg)
+}
+
+// CheckAuth validates a component's auth_type and kubeconfig settings, the
+// keys named after prefix (such as "kubernetes."), with the same words in
+// every component.
+func CheckAuth(prefix, authType, kubeconfig string) error {
+	switch authType {
+	case AuthServiceAccount:
+		if kubeconfig != "" {
+			return fmt.Errorf("%skubeconfig: only used with auth_type: %s (got auth_type: %s); set %sauth_type: %s, or remove kubeconfig",
+				prefix, AuthKubeConfig, authType, prefix, AuthKubeConfig)
+		}
+	case AuthKubeConfig:
+	default:
+		return fmt.Errorf("%sauth_type: unknown (got %q); set %s (in a Pod) or %s", prefix, authType, AuthServiceAccount, AuthKubeConfig)
+	}
+	return nil
 }

@@ -1,0 +1,418 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	policyclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/policyinsight"
+)
+
+const policyUsage = `flowctl policy evaluates network policies against the connections recorded in ClickHouse.
+
+Commands:
+  what-if     the recorded connections a policy draft would deny or admit anew
+  recommend   least-privilege NetworkPolicies for a Namespace from its recorded connections
+
+Run "flowctl policy <command> -h" for its flags.
+`
+
+// policyCommand runs flowctl policy what-if and recommend (internal/policyinsight).
+func policyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, policyUsage)
+		return errUsage
+	}
+	switch args[0] {
+	case "what-if":
+		return whatIfCommand(ctx, args[1:], stdout, stderr)
+	case "recommend":
+		return recommendCommand(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, policyUsage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "flowctl policy: unknown command %q\n\n%s", args[0], policyUsage)
+	return errUsage
+}
+
+// policyFlags are what both subcommands read: the API server (kubeconfig),
+// the flows table and the window.
+type policyFlags struct {
+	// conn is the kubeconfig (the policies and Namespaces are read as its
+	// user) and, for what-if --follow, where the flow stream is.
+	conn  connFlags
+	ch    clickhouseFlags
+	since string
+	from  time.Time // the window's start, from since
+}
+
+// register adds the flags; stream adds the flow stream's too (what-if
+// --follow reads it).
+func (p *policyFlags) register(fs *flag.FlagSet, since string, stream bool) {
+	if stream {
+		p.conn.register(fs)
+	} else {
+		fs.StringVar(&p.conn.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config): the policies and Namespaces are read as its user")
+		fs.StringVar(&p.conn.kubecontext, "context", "", "kubeconfig context (default the current one)")
+	}
+	p.ch.register(fs, "(required, but with --follow)")
+	fs.StringVar(&p.since, "since", since, "connections that ended after this: a duration (24h, 7d) or an RFC 3339 time")
+}
+
+// check validates the flags, before anything is read; follow reads the
+// flow stream instead of ClickHouse.
+func (p *policyFlags) check(follow bool) error {
+	switch {
+	case follow && p.ch.url != "":
+		return errors.New("--follow reads the flow stream, --clickhouse the flows table: give one")
+	case !follow && p.ch.url == "":
+		return errors.New("--clickhouse: required (the flows table's HTTP interface, e.g. http://127.0.0.1:8123 through kubectl port-forward)")
+	}
+	var err error
+	p.from, err = parseWindow(p.since, time.Now())
+	return err
+}
+
+// load reads the cluster's policies and the recorded flows of namespace
+// ("" every Namespace) since the window's start. contextNS is the
+// kubeconfig context's Namespace.
+func (p *policyFlags) load(ctx context.Context, namespace func(contextNS string) (string, error)) (snap *policyinsight.Snapshot, rec *policyinsight.Recording, ns string, err error) {
+	_, cfg, contextNS, err := loadKubeconfig(p.conn.kubeconfig, p.conn.kubecontext)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if ns, err = namespace(contextNS); err != nil {
+		return nil, nil, "", err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	pol, err := policyclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	if snap, err = policyinsight.Load(ctx, kube, pol); err != nil {
+		return nil, nil, "", err
+	}
+	rec = &policyinsight.Recording{}
+	if p.ch.url == "" {
+		return snap, rec, ns, nil // --follow: the stream brings them
+	}
+	err = p.ch.query(ctx, func(table string) string { return policyQuery(table, p.from, ns) }, func(r map[string]json.RawMessage) error {
+		return addRow(rec, r)
+	})
+	return snap, rec, ns, err
+}
+
+// days matches a window in days, which time.ParseDuration does not take.
+var days = regexp.MustCompile(`^([0-9]+)d$`)
+
+// parseWindow is parseSince with days too (7d).
+func parseWindow(s string, now time.Time) (time.Time, error) {
+	if m := days.FindStringSubmatch(s); m != nil {
+		n, err := strconv.Atoi(m[1])
+		if err == nil {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
+	return parseSince(s, now)
+}
+
+// namespaceName is what a Namespace name can be (a DNS label): it is put
+// into the query as a literal.
+var namespaceName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// endCols are one end's columns the evaluation reads, in the query's order.
+var endCols = []string{"EndpointKind", "IP", "PodNamespace", "PodName", "WorkloadKind", "WorkloadName", "NodeName", "PodLabels"}
+
+// policyQuery groups the window's connections by their two ends, protocol
+// and destination port (the Pod's, after DNAT: what policies match), with
+// their count and time span. It runs on ClickHouse 18.16 as the map's does.
+func policyQuery(table string, from time.Time, namespace string) string {
+	var cols []string
+	for _, side := range []string{"source", "destination"} {
+		for _, c := range endCols {
+			cols = append(cols, side+c)
+		}
+	}
+	cols = append(cols, "protocolIdentifier", "destinationTransportPort")
+	where := fmt.Sprintf("flowEndSeconds >= toDateTime(%d)", from.Unix())
+	if namespace != "" {
+		where += fmt.Sprintf(" AND (sourcePodNamespace = '%[1]s' OR destinationPodNamespace = '%[1]s')", namespace)
+	}
+	group := strings.Join(cols, ", ")
+	return fmt.Sprintf(`SELECT %s,
+    uniqExact(sourceIP, sourceTransportPort, destinationIP, destinationTransportPort, protocolIdentifier) AS connections,
+    toUInt64(toUnixTimestamp(min(flowStartSeconds))) AS first,
+    toUInt64(toUnixTimestamp(max(flowEndSeconds))) AS last
+FROM %s
+WHERE %s
+GROUP BY %s
+FORMAT JSONEachRow`, group, table, where, group)
+}
+
+// addRow adds one row of policyQuery's result.
+func addRow(rec *policyinsight.Recording, r map[string]json.RawMessage) error {
+	var errs []error
+	str := func(k string) string {
+		var s string
+		errs = append(errs, json.Unmarshal(r[k], &s))
+		return s
+	}
+	num := func(k string) uint64 {
+		var u chUint
+		errs = append(errs, json.Unmarshal(r[k], &u))
+		return uint64(u)
+	}
+	end := func(side string) policyinsight.Endpoint {
+		e := policyinsight.Endpoint{Namespace: str(side + "PodNamespace"), Pod: str(side + "PodName"),
+			WorkloadKind: str(side + "WorkloadKind"), WorkloadName: str(side + "WorkloadName"), Node: str(side + "NodeName"),
+			Labels: str(side + "PodLabels")}
+		e.Address, _ = netip.ParseAddr(str(side + "IP"))
+		kind := str(side + "EndpointKind")
+		switch i := slices.Index(flowrecord.EndpointKind(0).Names(), kind); {
+		case kind != "" && i > 0:
+			e.Kind = flowrecord.EndpointKind(i)
+		case e.Pod != "": // a row written without flowtel's columns (Antrea's)
+			e.Kind = flowrecord.EndpointPod
+		default:
+			e.Kind = flowrecord.EndpointExternal
+		}
+		return e
+	}
+	src, dst := end("source"), end("destination")
+	proto, port, n := num("protocolIdentifier"), num("destinationTransportPort"), num("connections")
+	first, last := time.Unix(int64(num("first")), 0), time.Unix(int64(num("last")), 0)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	rec.Add(src, dst, uint8(proto), uint16(port), n, first, last)
+	return nil
+}
+
+// scopeNamespace resolves -n / --cluster-wide ("" is every Namespace).
+func scopeNamespace(sc *scopeFlags, contextNS string) (string, error) {
+	if sc.clusterWide {
+		if sc.namespace != "" {
+			return "", errors.New("-n and --cluster-wide exclude each other")
+		}
+		return "", nil
+	}
+	ns := sc.namespace
+	if ns == "" {
+		ns = contextNS
+	}
+	if !namespaceName.MatchString(ns) {
+		return "", fmt.Errorf("-n: %q is not a Namespace name", ns)
+	}
+	return ns, nil
+}
+
+// whatIfCommand prints the recorded connections whose verdict a draft
+// would change; it fails when the draft would deny any.
+func whatIfCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("policy what-if", stderr)
+	var pf policyFlags
+	var sc scopeFlags
+	pf.register(fs, "24h", true)
+	sc.register(fs)
+	follow := fs.Bool("follow", false, "read the flow stream (its history since --since, then live flows until interrupted) instead of ClickHouse, and print each changed verdict when its flow first appears")
+	draftFile := fs.String("f", "", "the draft: YAML or JSON NetworkPolicies, AdminNetworkPolicies, BaselineAdminNetworkPolicies to create or change, or to delete (annotated "+policyinsight.DeleteAnnotation+": delete); - is stdin")
+	output := fs.String("o", "table", "output: table or json")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *output != "table" && *output != "json" {
+		return fmt.Errorf("-o: %q is not table or json", *output)
+	}
+	if *draftFile == "" {
+		return errors.New("-f: the draft is required")
+	}
+	if err := pf.check(*follow); err != nil {
+		return err
+	}
+	var in io.Reader = os.Stdin
+	if *draftFile != "-" {
+		f, err := os.Open(*draftFile)
+		if err != nil {
+			return fmt.Errorf("-f: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	var draft *policyinsight.Draft
+	snap, rec, ns, err := pf.load(ctx, func(contextNS string) (string, error) {
+		ns, err := scopeNamespace(&sc, contextNS)
+		if err != nil {
+			return "", err
+		}
+		// A NetworkPolicy of the draft without a Namespace is in the scope's.
+		draft, err = policyinsight.ParseDraft(in, cmp.Or(ns, contextNS))
+		return ns, err
+	})
+	if err != nil {
+		return err
+	}
+	if *follow {
+		ev, err := policyinsight.NewEvaluator(snap, draft)
+		if err != nil {
+			return err
+		}
+		return followWhatIf(ctx, &pf, &sc, ev, *output == "json", stdout, stderr)
+	}
+	rep, err := policyinsight.WhatIf(snap, draft, rec.Flows())
+	if err != nil {
+		return err
+	}
+	scope := "every Namespace"
+	if ns != "" {
+		scope = "Namespace " + ns
+	}
+	fmt.Fprintf(stderr, "flowctl: %d recorded connections (%s, since %s) against %d policies with the draft's %d changes\n",
+		rep.Connections, scope, pf.from.UTC().Format(time.RFC3339), snap.Len(), len(draft.Refs()))
+	if *output == "json" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(stdout, "%s\n", b); err != nil {
+			return err
+		}
+	} else if err := writeChanges(stdout, rep.Changes); err != nil {
+		return err
+	}
+	if n := rep.NewlyDenied(); n > 0 {
+		return fmt.Errorf("the draft would deny %d recorded connections the cluster's policies admit", n)
+	}
+	return nil
+}
+
+// writeChanges prints the changes as a table.
+func writeChanges(w io.Writer, changes []policyinsight.Change) error {
+	if len(changes) == 0 {
+		_, err := fmt.Fprintln(w, "No recorded connection changes verdict.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANGE\tSOURCE\tDESTINATION\tPORT\tCONNECTIONS\tDECIDED BY")
+	for _, c := range changes {
+		fmt.Fprintf(tw, "%s -> %s\t%s\t%s\t%s/%d\t%d\t%s\n", c.Before, c.After, c.Source, c.Destination, c.Protocol, c.Port,
+			c.Connections, rulesText(c))
+	}
+	return tw.Flush()
+}
+
+// rulesText reads a change's deciding rules, "; " between them.
+func rulesText(c policyinsight.Change) string {
+	rules := make([]string, 0, len(c.Rules))
+	for _, r := range c.Rules {
+		rules = append(rules, ruleText(r))
+	}
+	return strings.Join(rules, "; ")
+}
+
+// ruleText reads a deciding rule: "egress: NetworkPolicy shop/api rule
+// egress-1 (allowed)", "ingress: no policy (unisolated)".
+func ruleText(r policyinsight.Rule) string {
+	if r.Kind == "" {
+		return r.Direction + ": no policy (" + r.Outcome + ")"
+	}
+	name := r.Policy
+	if r.Namespace != "" {
+		name = r.Namespace + "/" + name
+	}
+	s := r.Direction + ": " + r.Kind + " " + name
+	if r.Rule != "" {
+		s += " rule " + r.Rule
+	} else if r.Outcome == "denied" {
+		s += " (no rule admits it)"
+		return s
+	}
+	return s + " (" + r.Outcome + ")"
+}
+
+// recommendCommand writes least-privilege policies for a Namespace, and
+// verifies them by what-if over the same window.
+func recommendCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("policy recommend", stderr)
+	var pf policyFlags
+	pf.register(fs, "7d", false)
+	namespace := fs.String("n", "", "Namespace to recommend policies for (default the kubeconfig context's)")
+	fs.StringVar(namespace, "namespace", "", "same as -n")
+	isolation := fs.String("isolation", "applied", "applied: isolate only the workloads seen; all: also deny every other Pod of the Namespace (a default-deny policy)")
+	kind := fs.String("kind", "np", "policy kind: np (NetworkPolicy per workload) or anp (AdminNetworkPolicy per workload)")
+	priority := fs.Int("priority", 100, "with --kind anp: the first AdminNetworkPolicy's priority, the next workload's one more")
+	minObserved := fs.Duration("min-observed", time.Hour, "a workload seen for less than this gets no policy with --isolation applied, and one with a note with all")
+	output := fs.String("o", "-", "output file for the YAML; - is stdout")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	iso := policyinsight.Isolation(*isolation)
+	if iso != policyinsight.IsolateApplied && iso != policyinsight.IsolateAll {
+		return fmt.Errorf("--isolation: %q is not applied or all", *isolation)
+	}
+	if *kind != policyinsight.RecommendNetworkPolicies && *kind != policyinsight.RecommendAdminPolicies {
+		return fmt.Errorf("--kind: %q is not np or anp", *kind)
+	}
+	if *priority < 0 || *priority > 1000 {
+		return fmt.Errorf("--priority: %d is not in 0..1000 (the AdminNetworkPolicy API's range)", *priority)
+	}
+	if err := pf.check(false); err != nil {
+		return err
+	}
+	sc := scopeFlags{namespace: *namespace}
+	snap, rec, ns, err := pf.load(ctx, func(contextNS string) (string, error) { return scopeNamespace(&sc, contextNS) })
+	if err != nil {
+		return err
+	}
+	r := policyinsight.Recommend(ns, rec.Flows(), policyinsight.RecommendOptions{Isolation: iso, MinObserved: *minObserved,
+		Kind: *kind, Priority: int32(*priority)})
+	for _, n := range r.Notes {
+		fmt.Fprintln(stderr, "flowctl: note:", n)
+	}
+	// The verification: the cluster with the recommendation, over the
+	// same connections.
+	rep, err := policyinsight.WhatIf(snap, r.Draft(), rec.Flows())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "flowctl: %d policies for Namespace %s from %d recorded connections since %s; what-if over them: %d newly denied\n",
+		len(r.Policies)+len(r.AdminPolicies), ns, rep.Connections, pf.from.UTC().Format(time.RFC3339), rep.NewlyDenied())
+	y, err := r.YAML()
+	if err != nil {
+		return err
+	}
+	if *output == "-" {
+		_, err = stdout.Write(y)
+	} else {
+		err = os.WriteFile(*output, y, 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	if n := rep.NewlyDenied(); n > 0 {
+		if err := writeChanges(stderr, rep.Changes); err != nil {
+			return err
+		}
+		return fmt.Errorf("the recommendation would deny %d recorded connections (with the cluster's other policies)", n)
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+package compactcodec
+
+// Decoding: a compact log record back into a Record; errors name the field.
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"time"
+	"unsafe"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
+)
+
+// LabelMaps hands out the maps Decode fills with labels, so a decoder can
+// reuse the previous record's; nil: new maps.
+type LabelMaps interface {
+	// Take returns an empty map for the labels of slot (0 source, 1
+	// destination), with room for n.
+	Take(slot, n int) map[string]string
+}
+
+// Decode reads a record IsCompact says is compact from lr into r (which is
+// reset first), its labels maps from maps (nil: new ones). Errors name the
+// field that is wrong.
+func Decode(lr plog.LogRecord, r *flowrecord.Record, maps LabelMaps) error {
+	*r = flowrecord.Record{}
+	attrs := lr.Attributes()
+	if n := attrs.Len(); n > flowrecord.MaxAttributes {
+		return fmt.Errorf("record has %d attributes (at most %d); a compact flow record carries %d", n, flowrecord.MaxAttributes, compactAttributes)
+	}
+	v, ok := attrs.Get(AttrRecordEncoding)
+	if !ok {
+		return fmt.Errorf("attribute %q: missing on a record whose Body is bytes; a flow record in the attribute form has no Body, a compact one names its encoding", AttrRecordEncoding)
+	}
+	if v.Type() != pcommon.ValueTypeStr {
+		return typeError(AttrRecordEncoding, "string", v)
+	}
+	if v.Str() != EncodingCompactV1 {
+		return fmt.Errorf("attribute %q: unknown encoding (got %q; this collector reads %q); upgrade the gateways before the node collectors", AttrRecordEncoding, v.Str(), EncodingCompactV1)
+	}
+	if t := lr.Body().Type(); t != pcommon.ValueTypeBytes {
+		return fmt.Errorf("attribute %q: %q, but the Body is %s, want Bytes", AttrRecordEncoding, EncodingCompactV1, t)
+	}
+	if k, ok := attrs.Get(catalogue.AttrKey); ok {
+		if k.Type() != pcommon.ValueTypeStr {
+			return typeError(catalogue.AttrKey, "string", k)
+		}
+		r.Key = k.Str()
+	}
+	r.End = catalogue.FromLogTimestamp(lr.Timestamp())
+	r.Observed = catalogue.FromLogTimestamp(lr.ObservedTimestamp())
+	// One copy of the body, as a string the record's strings are slices of
+	// (one allocation for all of them). AsRaw copies already and nothing else
+	// holds that copy, so it becomes the string as it is.
+	raw := lr.Body().Bytes().AsRaw()
+	d := reader{s: unsafe.String(unsafe.SliceData(raw), len(raw)), maps: maps}
+	d.record(r)
+	if d.err == nil && d.i < len(d.s) {
+		d.fail("body", fmt.Sprintf("%d bytes after the last field", len(d.s)-d.i))
+	}
+	switch {
+	case d.err != nil:
+		return d.err
+	case !r.Source.Address.IsValid():
+		return catalogue.Missing(catalogue.AttrSourceAddress)
+	case !r.Destination.Address.IsValid():
+		return catalogue.Missing(catalogue.AttrDestinationAddress)
+	}
+	return nil
+}
+
+// reader reads a version 1 body. The first error is kept and ends the
+// reading: every read after it returns zero.
+type reader struct {
+	s    string
+	i    int
+	err  error
+	maps LabelMaps
+}
+
+// fail records what is wrong with field, unless an earlier error is recorded.
+func (d *reader) fail(field, what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("attribute %q %s: field %q: %s", AttrRecordEncoding, EncodingCompactV1, field, what)
+	}
+	d.i = len(d.s)
+}
+
+func (d *reader) truncated(field string) {
+	if d.err == nil {
+		d.fail(field, "the Body ends before it (truncated)")
+	}
+}
+
+func (d *reader) u8(field string) uint8 {
+	if d.i >= len(d.s) {
+		d.truncated(field)
+		return 0
+	}
+	c := d.s[d.i]
+	d.i++
+	return c
+}
+
+func (d *reader) uvarint(field string) uint64 {
+	var x uint64
+	for shift := uint(0); ; shift += 7 {
+		if d.i >= len(d.s) {
+			d.truncated(field)
+			return 0
+		}
+		c := d.s[d.i]
+		d.i++
+		if shift == 63 && c > 1 {
+			d.fail(field, "varint overflows 64 bits")
+			return 0
+		}
+		if c < 0x80 {
+			return x | uint64(c)<<shift
+		}
+		x |= uint64(c&0x7f) << shift
+	}
+}
+
+// uint reads a varint of at most maxV.
+func (d *reader) uint(field string, maxV uint64) uint64 {
+	v := d.uvarint(field)
+	if v > maxV {
+		d.fail(field, fmt.Sprintf("value %d out of range [0, %d]", v, maxV))
+		return 0
+	}
+	return v
+}
+
+func (d *reader) u16(field string) uint16 { return uint16(d.uint(field, math.MaxUint16)) }
+func (d *reader) u32(field string) uint32 { return uint32(d.uint(field, math.MaxUint32)) }
+
+// enum reads a byte naming one of names (0: unset).
+func (d *reader) enum(field string, names []string) uint8 {
+	v := d.u8(field)
+	if int(v) >= len(names) {
+		d.fail(field, fmt.Sprintf("unknown value %d (want at most %d)", v, len(names)-1))
+		return 0
+	}
+	return v
+}
+
+func (d *reader) boolean(field string) bool {
+	switch d.u8(field) {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	d.fail(field, fmt.Sprintf("bool is %d, want 0 or 1", d.s[d.i-1]))
+	return false
+}
+
+func (d *reader) str(field string) string {
+	n := d.uvarint(field)
+	if left := uint64(len(d.s) - d.i); n > left {
+		if d.err == nil {
+			d.fail(field, fmt.Sprintf("length %d runs past the end of the Body (%d bytes left)", n, left))
+		}
+		return ""
+	}
+	s := d.s[d.i : d.i+int(n)]
+	d.i += int(n)
+	return s
+}
+
+// raw reads n bytes ("" and an error when fewer are left).
+func (d *reader) raw(field string, n int) (string, bool) {
+	if len(d.s)-d.i < n {
+		d.truncated(field)
+		return "", false
+	}
+	b := d.s[d.i : d.i+n]
+	d.i += n
+	return b, true
+}
+
+func (d *reader) time(field string) time.Time {
+	u := d.uvarint(field)
+	ns := int64(u>>1) ^ -int64(u&1) // zigzag, as binary.AppendVarint writes it
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+func (d *reader) addr(field string) netip.Addr {
+	switch tag := d.u8(field); tag {
+	case 0:
+		return netip.Addr{}
+	case 4:
+		var b [4]byte
+		if s, ok := d.raw(field, 4); ok {
+			copy(b[:], s)
+			return netip.AddrFrom4(b)
+		}
+	case 16, 17:
+		var b [16]byte
+		s, ok := d.raw(field, 16)
+		if !ok {
+			return netip.Addr{}
+		}
+		copy(b[:], s)
+		a := netip.AddrFrom16(b)
+		if tag == 17 {
+			z := d.str(field)
+			if z == "" && d.err == nil {
+				d.fail(field, "IPv6 address with an empty zone")
+			}
+			a = a.WithZone(z)
+		}
+		return a
+	default:
+		d.fail(field, fmt.Sprintf("address tag %d, want 0, 4, 16 or 17", tag))
+	}
+	return netip.Addr{}
+}
+
+func (d *reader) labels(field string, slot int) map[string]string {
+	n := d.uvarint(field)
+	if n == 0 {
+		return nil
+	}
+	n--
+	if n > flowrecord.MaxLabels {
+		d.fail(field, fmt.Sprintf("%d labels (at most %d)", n, flowrecord.MaxLabels))
+		return nil
+	}
+	if left := uint64(len(d.s) - d.i); n > left/2 { // a label takes two bytes at least
+		d.fail(field, fmt.Sprintf("%d labels run past the end of the Body (%d bytes left)", n, left))
+		return nil
+	}
+	var m map[string]string
+	if d.maps != nil {
+		m = d.maps.Take(slot, int(n))
+	} else {
+		m = make(map[string]string, n)
+	}
+	for range n {
+		k := d.str(field)
+		m[k] = d.str(field)
+	}
+	if d.err == nil && uint64(len(m)) != n {
+		d.fail(field, fmt.Sprintf("%d labels, %d of them distinct", n, len(m)))
+	}
+	return m
+}
+
+// record reads what writer.record writes.
+func (d *reader) record(r *flowrecord.Record) {
+	d.fields(fields, unsafe.Pointer(r))
+	switch d.u8(aggregationPresence) {
+	case 0:
+		return
+	case 1:
+	default:
+		d.fail(aggregationPresence, fmt.Sprintf("presence byte is %d, want 0 or 1", d.s[d.i-1]))
+		return
+	}
+	r.Aggregation = &flowrecord.Aggregation{}
+	d.fields(aggregationFields, unsafe.Pointer(r.Aggregation))
+}
+
+// fields reads fs into their offsets from base, each checked against its
+// type's range; after an error every field reads zero.
+func (d *reader) fields(fs []field, base unsafe.Pointer) {
+	for i := range fs {
+		f := &fs[i]
+		p := unsafe.Add(base, f.ref.Offset)
+		switch f.ref.Kind {
+		case catalogue.KindUint8:
+			*(*uint8)(p) = d.u8(f.name)
+		case catalogue.KindEnum:
+			*(*uint8)(p) = d.enum(f.name, f.ref.Names)
+		case catalogue.KindBool:
+			*(*bool)(p) = d.boolean(f.name)
+		case catalogue.KindUint16:
+			*(*uint16)(p) = d.u16(f.name)
+		case catalogue.KindUint32:
+			*(*uint32)(p) = d.u32(f.name)
+		case catalogue.KindUint64:
+			*(*uint64)(p) = d.uvarint(f.name)
+		case catalogue.KindTime:
+			*(*time.Time)(p) = d.time(f.name)
+		case catalogue.KindString:
+			*(*string)(p) = d.str(f.name)
+		case catalogue.KindAddr:
+			*(*netip.Addr)(p) = d.addr(f.name)
+		case catalogue.KindLabels:
+			*(*catalogue.Labels)(p) = d.labels(f.name, f.ref.LabelsSlot)
+		case catalogue.KindBytes16:
+			switch n := d.u8(f.name); n {
+			case 0:
+			case 16:
+				if s, ok := d.raw(f.name, 16); ok {
+					copy((*catalogue.Bytes16)(p)[:], s)
+				}
+			default:
+				d.fail(f.name, fmt.Sprintf("length %d, want 0 or 16", n))
+			}
+		}
+	}
+}
+
+func typeError(name, want string, v pcommon.Value) error {
+	return fmt.Errorf("attribute %q: want %s, got %s", name, want, v.Type())
+}
