@@ -19,13 +19,14 @@ import (
 	"syscall"
 )
 
-const usage = `flowctl reads flowtel's flow stream with your Kubernetes credentials (map also ClickHouse).
+const usage = `flowctl reads flowtel's flow stream with your Kubernetes credentials (map and policy also ClickHouse).
 
 Commands:
   observe   stream flows: history, then live ones with -f
   records   print the flow records the gateway holds, filtered by 5-tuple
   metrics   print a collector's record counters (received, exported, dropped, pending)
   map       draw who talks to whom (flow stream or ClickHouse) as Graphviz DOT, SVG or PNG
+  top       the top talkers over a window (workload pairs, Services or Namespaces), summed by the gateway
   ui        serve a live web view (map and flows table) of the flow stream on this machine
   policy    what-if of a policy draft, and recommended policies, over the connections in ClickHouse
 

@@ -12,7 +12,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -86,7 +85,7 @@ func (p *policyFlags) check(follow bool) error {
 		return errors.New("--clickhouse: required (the flows table's HTTP interface, e.g. http://127.0.0.1:8123 through kubectl port-forward)")
 	}
 	var err error
-	p.from, err = parseWindow(p.since, time.Now())
+	p.from, err = parseSince(p.since, time.Now())
 	return err
 }
 
@@ -120,20 +119,6 @@ func (p *policyFlags) load(ctx context.Context, namespace func(contextNS string)
 		return addRow(rec, r)
 	})
 	return snap, rec, ns, err
-}
-
-// days matches a window in days, which time.ParseDuration does not take.
-var days = regexp.MustCompile(`^([0-9]+)d$`)
-
-// parseWindow is parseSince with days too (7d).
-func parseWindow(s string, now time.Time) (time.Time, error) {
-	if m := days.FindStringSubmatch(s); m != nil {
-		n, err := strconv.Atoi(m[1])
-		if err == nil {
-			return now.AddDate(0, 0, -n), nil
-		}
-	}
-	return parseSince(s, now)
 }
 
 // namespaceName is what a Namespace name can be (a DNS label): it is put

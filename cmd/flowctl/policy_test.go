@@ -47,10 +47,10 @@ func TestPolicyScope(t *testing.T) {
 	assert.ErrorContains(t, err, "is not a Namespace name", "the name goes into the query: only a DNS label")
 
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
-	from, err := parseWindow("7d", now)
+	from, err := parseSince("7d", now)
 	require.NoError(t, err)
 	assert.Equal(t, now.AddDate(0, 0, -7), from)
-	from, err = parseWindow("90m", now)
+	from, err = parseSince("90m", now)
 	require.NoError(t, err)
 	assert.Equal(t, now.Add(-90*time.Minute), from)
 }

@@ -87,14 +87,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("tls.client_ca_file: is not used (got %q); client certificates are verified against the cluster's client CA bundle, remove the setting", t.ClientCAFile))
 		}
 	}
-	switch c.Kubernetes.AuthType {
-	case k8sclient.AuthServiceAccount:
-		if c.Kubernetes.KubeConfig != "" {
-			errs = append(errs, fmt.Errorf("kubernetes.kubeconfig: is only used with auth_type %s (got auth_type %s); remove it or set kubernetes.auth_type", k8sclient.AuthKubeConfig, c.Kubernetes.AuthType))
-		}
-	case k8sclient.AuthKubeConfig:
-	default:
-		errs = append(errs, fmt.Errorf("kubernetes.auth_type: unknown (got %q); use %s or %s", c.Kubernetes.AuthType, k8sclient.AuthServiceAccount, k8sclient.AuthKubeConfig))
+	if err := k8sclient.CheckAuth("kubernetes.", c.Kubernetes.AuthType, c.Kubernetes.KubeConfig); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Kubernetes.APIGroup == "" {
 		errs = append(errs, fmt.Errorf("kubernetes.api_group: must not be empty; the default is %s", DefaultAPIGroup))

@@ -47,7 +47,7 @@ func TestLoadConfig(t *testing.T) {
 		{"client_ca", nil, `tls.client_ca_file: is not used (got "/etc/flowtel/ca.crt")`},
 		{"bad_buffer", nil, "buffer_size: must be positive (got 0)"},
 		{"bad_auth_type", nil, `kubernetes.auth_type: unknown (got "token")`},
-		{"kubeconfig_in_cluster", nil, "kubernetes.kubeconfig: is only used with auth_type kubeConfig"},
+		{"kubeconfig_in_cluster", nil, "kubernetes.kubeconfig: only used with auth_type: kubeConfig"},
 		{"no_group", nil, "kubernetes.api_group: must not be empty"},
 		{"bad_ttl", nil, "kubernetes.decision_ttl: must be positive (got 0s)"},
 		{"history", withCert(func(c *Config) {
