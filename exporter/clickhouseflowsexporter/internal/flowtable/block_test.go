@@ -3,10 +3,7 @@ package flowtable
 import (
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"testing"
-	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -102,38 +99,26 @@ func TestAddRowsAgree(t *testing.T) {
 	}
 }
 
-// The columns read directly at a field's offset read what their accessors
-// return, for every test record; and most columns are read so.
-func TestOffsetsReadTheAccessorsFields(t *testing.T) {
-	direct := 0
-	for i, c := range Columns {
-		off := offsets[i]
-		if off < 0 {
+// The columns read directly through their field's Ref read what their
+// accessors return, for every test record; and most columns are read so.
+func TestDirectColumnsReadTheAccessorsFields(t *testing.T) {
+	b := NewBlock(0)
+	direct := checkDirect(t, b.times) + checkDirect(t, b.u8s) + checkDirect(t, b.u16s) +
+		checkDirect(t, b.u64s) + checkDirect(t, b.strs) + checkDirect(t, b.addrs) + checkDirect(t, b.labels)
+	require.Greater(t, direct, len(Columns)*3/4)
+}
+
+// checkDirect checks the direct fillers of fs and returns how many there are.
+func checkDirect[C any, V any](t *testing.T, fs []filler[C, V]) int {
+	n := 0
+	for i, c := range fs {
+		if !c.direct {
 			continue
 		}
-		direct++
+		n++
 		for j, r := range flowrecordtest.Records() {
-			at := unsafe.Add(unsafe.Pointer(r), off)
-			v := &c.value
-			var got, want any
-			switch c.kind {
-			case kindTime:
-				got, want = *(*time.Time)(at), v.Time(r)
-			case kindUInt8:
-				got, want = *(*uint8)(at), v.Uint8(r)
-			case kindUInt16:
-				got, want = *(*uint16)(at), v.Uint16(r)
-			case kindUInt64:
-				got, want = *(*uint64)(at), v.Uint64(r)
-			case kindString:
-				got, want = *(*string)(at), v.String(r)
-			case kindAddr:
-				got, want = *(*netip.Addr)(at), v.Addr(r)
-			default:
-				t.Fatalf("column %s of kind %d has an offset", c.Name, c.kind)
-			}
-			require.Equal(t, want, got, "column %s, record %d", c.Name, j)
+			require.Equal(t, c.get(r), c.field.Get(r), "filler %d of %T, record %d", i, fs, j)
 		}
 	}
-	require.Greater(t, direct, len(Columns)*3/4)
+	return n
 }
