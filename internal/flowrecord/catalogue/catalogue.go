@@ -93,20 +93,36 @@ func (l Loc) String() *string   { return (*string)(l.p) }
 func (l Loc) Labels() *Labels   { return (*Labels)(l.p) }
 func (l Loc) Bytes16() *Bytes16 { return (*Bytes16)(l.p) }
 
-// Direct reads a field of Go type V through a Ref, without the call a Value
-// costs: for writers filling one column or IE of record after record.
-type Direct[V any] struct {
-	off uintptr
-	agg bool
+// Reader reads a value of Go type V from a Record, record after record (a
+// writer filling one column or IE): directly where its Ref locates it, at
+// no call's cost, else through its accessor (a Value's function).
+type Reader[V any] struct {
+	off int // of the field in the Record; -1: get reads
+	get func(*Record) V
 }
 
-// DirectOf is the Direct reading ref's field as a V, false when ref is the
-// zero Ref or its field is not a V (an enumeration is a uint8).
-func DirectOf[V any](ref Ref) (Direct[V], bool) {
+// NewReader is the Reader of the value get reads, directly when ref locates
+// a field of type V of the Record itself (an enumeration's is a uint8): not
+// for the zero Ref or an aggregation field (get reads zero for a Record
+// without Aggregation).
+func NewReader[V any](ref Ref, get func(*Record) V) Reader[V] {
 	k, ok := goKinds[reflect.TypeFor[V]()]
-	ok = ok && (ref.Kind == k || k == KindUint8 && ref.Kind == KindEnum)
-	return Direct[V]{ref.Offset, ref.Aggregation}, ok
+	if ok && !ref.Aggregation && (ref.Kind == k || k == KindUint8 && ref.Kind == KindEnum) {
+		return Reader[V]{off: int(ref.Offset), get: get}
+	}
+	return Reader[V]{off: -1, get: get}
 }
+
+// Get is the value in r.
+func (d *Reader[V]) Get(r *Record) V {
+	if d.off >= 0 {
+		return *(*V)(unsafe.Add(unsafe.Pointer(r), d.off))
+	}
+	return d.get(r)
+}
+
+// Direct says whether the Reader reads its field directly.
+func (d *Reader[V]) Direct() bool { return d.off >= 0 }
 
 // goKinds are the kinds of the Go types of the fields a Ref locates.
 var goKinds = map[reflect.Type]Kind{
@@ -114,20 +130,6 @@ var goKinds = map[reflect.Type]Kind{
 	reflect.TypeFor[uint64](): KindUint64, reflect.TypeFor[bool](): KindBool, reflect.TypeFor[time.Time](): KindTime,
 	reflect.TypeFor[netip.Addr](): KindAddr, reflect.TypeFor[string](): KindString, reflect.TypeFor[Labels](): KindLabels,
 	reflect.TypeFor[Bytes16](): KindBytes16,
-}
-
-// Get is the field in r: zero for an aggregation field of a Record without
-// Aggregation, which it does not create.
-func (d Direct[V]) Get(r *Record) V {
-	base := unsafe.Pointer(r)
-	if d.agg {
-		if r.Aggregation == nil {
-			var zero V
-			return zero
-		}
-		base = unsafe.Pointer(r.Aggregation)
-	}
-	return *(*V)(unsafe.Add(base, d.off))
 }
 
 // Pointer types of the kinds, for At's result.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
 )
 
@@ -30,7 +31,7 @@ func TestWiresCarryTheFieldsRef(t *testing.T) {
 	}
 	direct := 0
 	for _, w := range wires {
-		if w.ref.Kind == KindNone {
+		if w.ref.Kind == KindNone || w.ref.Aggregation {
 			continue
 		}
 		direct++
@@ -66,40 +67,44 @@ func TestWiresCarryTheFieldsRef(t *testing.T) {
 	}
 }
 
+// directGet reads ref's field in r directly, as a V.
 func directGet[V any](t *testing.T, ref Ref, r *Record) V {
 	t.Helper()
-	d, ok := DirectOf[V](ref)
-	if !ok {
+	d := NewReader[V](ref, nil)
+	if !d.Direct() {
 		t.Fatalf("a %s Ref does not read a %T", ref.Kind, *new(V))
 	}
 	return d.Get(r)
 }
 
-// DirectOf refuses a type other than the field's, and Get reads zero for an
-// aggregation field of a Record without Aggregation, without creating it.
-func TestDirectOf(t *testing.T) {
-	var thr Ref
+// A Reader reads directly only a field of its type outside the Aggregation;
+// At creates the Aggregation it writes into.
+func TestReaderAndAt(t *testing.T) {
+	var thr, port Ref
 	for _, f := range catalogue {
-		if f.Attribute == "flow.throughput" {
+		switch f.Attribute {
+		case "flow.throughput":
 			thr = f.Ref
+		case "source.port":
+			port = f.Ref
 		}
 	}
-	if _, ok := DirectOf[string](thr); ok {
-		t.Error("a uint64 field reads as a string")
+	via := func(*Record) uint16 { return 7 }
+	for name, d := range map[string]Reader[uint16]{"aggregation": NewReader(thr, via), "zero Ref": NewReader(Ref{}, via)} {
+		if d.Direct() || d.Get(&Record{}) != 7 {
+			t.Errorf("%s: read directly", name)
+		}
 	}
-	if _, ok := DirectOf[uint64](Ref{}); ok {
-		t.Error("the zero Ref reads as a uint64")
+	if d := NewReader[string](port, nil); d.Direct() {
+		t.Error("a uint16 field reads as a string")
 	}
-	d, ok := DirectOf[uint64](thr)
-	if !ok {
-		t.Fatal("flow.throughput does not read as a uint64")
+	d := NewReader(port, via)
+	if !d.Direct() || d.Get(&Record{Source: flowrecord.Endpoint{Port: 443}}) != 443 {
+		t.Errorf("source.port: direct %v", d.Direct())
 	}
 	r := &Record{}
-	if d.Get(r) != 0 || r.Aggregation != nil {
-		t.Error("Get on a Record without Aggregation")
-	}
 	*thr.At(r).Uint64() = 42
-	if r.Aggregation == nil || r.Aggregation.Throughput != 42 || d.Get(r) != 42 {
-		t.Errorf("At wrote %+v; Get reads %d", r.Aggregation, d.Get(r))
+	if r.Aggregation == nil || r.Aggregation.Throughput != 42 {
+		t.Errorf("At wrote %+v", r.Aggregation)
 	}
 }

@@ -47,27 +47,15 @@ type buffer struct {
 	str  proto.ColStr
 }
 
-// filler is a column's buffer and the accessor of the value it holds, and
-// when the column carries a Record field as it is, the catalogue's direct
-// read of that field (its Ref), which costs no call.
+// filler is a column's buffer and the reader of the value it holds: direct
+// (no call) when the column carries a Record field as it is, by its Ref.
 type filler[C any, V any] struct {
-	buf    *C
-	get    func(*flowrecord.Record) V
-	field  catalogue.Direct[V]
-	direct bool
+	buf  *C
+	read catalogue.Reader[V]
 }
 
 func newFiller[C any, V any](buf *C, get func(*flowrecord.Record) V, ref catalogue.Ref) filler[C, V] {
-	field, direct := catalogue.DirectOf[V](ref)
-	return filler[C, V]{buf: buf, get: get, field: field, direct: direct}
-}
-
-// value is the column's value in r.
-func (c *filler[C, V]) value(r *flowrecord.Record) V {
-	if c.direct {
-		return c.field.Get(r)
-	}
-	return c.get(r)
+	return filler[C, V]{buf: buf, read: catalogue.NewReader(ref, get)}
 }
 
 // NewBlock returns an empty block with room for capacity rows.
@@ -127,35 +115,35 @@ func (b *Block) AddRows(rows []Row) {
 	for _, c := range b.times {
 		col := c.buf.Data
 		for i := range rows {
-			col = append(col, proto.DateTime(antreawire.UnixSeconds(c.value(rows[i].Record))))
+			col = append(col, proto.DateTime(antreawire.UnixSeconds(c.read.Get(rows[i].Record))))
 		}
 		c.buf.Data = col
 	}
 	for _, c := range b.u8s {
 		col := *c.buf
 		for i := range rows {
-			col = append(col, c.value(rows[i].Record))
+			col = append(col, c.read.Get(rows[i].Record))
 		}
 		*c.buf = col
 	}
 	for _, c := range b.u16s {
 		col := *c.buf
 		for i := range rows {
-			col = append(col, c.value(rows[i].Record))
+			col = append(col, c.read.Get(rows[i].Record))
 		}
 		*c.buf = col
 	}
 	for _, c := range b.u64s {
 		col := *c.buf
 		for i := range rows {
-			col = append(col, c.value(rows[i].Record))
+			col = append(col, c.read.Get(rows[i].Record))
 		}
 		*c.buf = col
 	}
 	for _, c := range b.strs {
 		buf, pos := c.buf.Buf, c.buf.Pos
 		for i := range rows {
-			s := c.value(rows[i].Record)
+			s := c.read.Get(rows[i].Record)
 			start := len(buf)
 			buf = append(buf, s...)
 			pos = append(pos, proto.Position{Start: start, End: len(buf)})
@@ -166,7 +154,7 @@ func (b *Block) AddRows(rows []Row) {
 		t := &b.addrTexts[j]
 		buf, pos := c.buf.Buf, c.buf.Pos
 		for i := range rows {
-			a := c.value(rows[i].Record)
+			a := c.read.Get(rows[i].Record)
 			start := len(buf)
 			if a.Is4() {
 				buf = a.AppendTo(buf)
@@ -180,7 +168,7 @@ func (b *Block) AddRows(rows []Row) {
 	for j, c := range b.labels {
 		t := &b.labelTexts[j]
 		for i := range rows {
-			c.buf.Append(t.Labels(c.value(rows[i].Record)))
+			c.buf.Append(t.Labels(c.read.Get(rows[i].Record)))
 		}
 	}
 	b.rows += len(rows)
