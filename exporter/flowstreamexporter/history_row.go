@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
@@ -117,21 +116,21 @@ func (h *historyRow) zero(i int, typ catalogue.ColumnType) bool {
 }
 
 // put writes column i's value into the field at p, of kind c.ref.Kind.
-func (h *historyRow) put(i int, c historyColumn, p unsafe.Pointer) error {
+func (h *historyRow) put(i int, c historyColumn, p catalogue.Loc) error {
 	switch c.ref.Kind {
 	case catalogue.KindTime:
-		*(*time.Time)(p) = timeOf(h.times[i])
+		*p.Time() = timeOf(h.times[i])
 	case catalogue.KindUint8:
-		*(*uint8)(p) = h.u8s[i]
+		*p.Uint8() = h.u8s[i]
 	case catalogue.KindUint16:
-		*(*uint16)(p) = h.u16s[i]
+		*p.Uint16() = h.u16s[i]
 	case catalogue.KindUint64:
-		*(*uint64)(p) = h.u64s[i]
+		*p.Uint64() = h.u64s[i]
 	case catalogue.KindString:
-		*(*string)(p) = h.strs[i]
+		*p.String() = h.strs[i]
 	case catalogue.KindEnum:
 		if c.typ == catalogue.UInt8 {
-			*(*uint8)(p) = h.u8s[i]
+			*p.Uint8() = h.u8s[i]
 			return nil
 		}
 		if h.strs[i] == "" {
@@ -141,19 +140,19 @@ func (h *historyRow) put(i int, c historyColumn, p unsafe.Pointer) error {
 		if !ok {
 			return fmt.Errorf("unknown value %q (want one of %v)", h.strs[i], c.ref.Names[1:])
 		}
-		*(*uint8)(p) = v
+		*p.Uint8() = v
 	case catalogue.KindAddr:
 		a, err := addrOf(h.strs[i])
 		if err != nil {
 			return err
 		}
-		*(*netip.Addr)(p) = a
+		*p.Addr() = a
 	case catalogue.KindLabels:
 		m, err := labelsOf(h.strs[i])
 		if err != nil {
 			return err
 		}
-		*(*catalogue.Labels)(p) = m
+		*p.Labels() = m
 	default:
 		return fmt.Errorf("no way to read a %s field from a %s column", c.ref.Kind, c.typ)
 	}

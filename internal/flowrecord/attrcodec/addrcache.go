@@ -1,12 +1,10 @@
 package attrcodec
 
-import (
-	"net/netip"
-	"unsafe"
-)
+import "net/netip"
 
 // An addrCache holds the addresses of the texts a Decoder parsed last, one
-// a slot, the slot chosen by where the text is in memory: the records a
+// a slot, the slot chosen by where the text is in memory (addrSlot; the
+// flowtel_safe build hashes the text instead): the records a
 // gateway decodes were mostly encoded in the same process, from the
 // encoder's cache of address texts (addrtext.go), so the same address comes
 // as the same string. A text is compared in full, as another may share its
@@ -22,7 +20,7 @@ const addrCacheSlots = 1 << addrCacheBits
 
 // parse is netip.ParseAddr(s) when it succeeds, and whether it does.
 func (c *addrCache) parse(s string) (netip.Addr, bool) {
-	e := &c[uint64(uintptr(unsafe.Pointer(unsafe.StringData(s))))*0x9e3779b97f4a7c15>>(64-addrCacheBits)]
+	e := &c[addrSlot(s)]
 	if e.text == s && s != "" {
 		return e.addr, true
 	}

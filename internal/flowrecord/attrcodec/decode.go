@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/netip"
 	"time"
-	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -192,33 +191,33 @@ func decTransport(r *flowrecord.Record, name string, v pcommon.Value) error {
 
 // put decodes the attribute a, called name, of value v, into p (a.ref.At),
 // with the spares of a Decoder (nil: none).
-func put(a *attribute, p unsafe.Pointer, name string, v pcommon.Value, sp *spares) error {
+func put(a *attribute, p catalogue.Loc, name string, v pcommon.Value, sp *spares) error {
 	if quick(&a.ref, p, v, sp) { // read_fast.go
 		return nil
 	}
 	switch a.ref.Kind {
 	case catalogue.KindString:
-		return decStr(name, v, (*string)(p))
+		return decStr(name, v, p.String())
 	case catalogue.KindBool:
-		return decBool(name, v, (*bool)(p))
+		return decBool(name, v, p.Bool())
 	case catalogue.KindUint8:
-		return decUint(name, v, (*uint8)(p))
+		return decUint(name, v, p.Uint8())
 	case catalogue.KindUint16:
-		return decUint(name, v, (*uint16)(p))
+		return decUint(name, v, p.Uint16())
 	case catalogue.KindUint32:
-		return decUint(name, v, (*uint32)(p))
+		return decUint(name, v, p.Uint32())
 	case catalogue.KindUint64:
-		return decUint(name, v, (*uint64)(p))
+		return decUint(name, v, p.Uint64())
 	case catalogue.KindTime:
-		return decTime(name, v, (*time.Time)(p))
+		return decTime(name, v, p.Time())
 	case catalogue.KindAddr:
-		return decAddr(name, v, (*netip.Addr)(p))
+		return decAddr(name, v, p.Addr())
 	case catalogue.KindEnum:
-		return decEnum(name, a.ref.Names, v, (*uint8)(p))
+		return decEnum(name, a.ref.Names, v, p.Uint8())
 	case catalogue.KindLabels:
-		return decLabels(name, v, (*catalogue.Labels)(p), a.ref.LabelsSlot, sp)
+		return decLabels(name, v, p.Labels(), a.ref.LabelsSlot, sp)
 	case catalogue.KindBytes16:
-		return decHex16(name, v, (*catalogue.Bytes16)(p))
+		return decHex16(name, v, p.Bytes16())
 	}
 	panic("attrcodec: attribute " + name + " of kind " + a.ref.Kind.String())
 }

@@ -3,9 +3,6 @@ package attrcodec
 import (
 	"encoding/hex"
 	"math"
-	"net/netip"
-	"time"
-	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -54,46 +51,42 @@ func encodeAttr(e *encoder, a *attribute, r *flowrecord.Record) {
 		e.str(a.Name, a.derive(r))
 		return
 	}
-	base := unsafe.Pointer(r)
-	if a.ref.Aggregation {
-		base = unsafe.Pointer(r.Aggregation) // Encode writes aggregation fields only when it is set
-	}
-	p := unsafe.Add(base, a.ref.Offset)
+	p := a.ref.At(r) // Encode writes aggregation fields only when r.Aggregation is set
 	switch a.ref.Kind {
 	case catalogue.KindString:
-		if s := *(*string)(p); s != "" {
+		if s := *p.String(); s != "" {
 			e.str(a.Name, s)
 		}
 	case catalogue.KindAddr:
-		if addr := *(*netip.Addr)(p); addr.IsValid() {
+		if addr := *p.Addr(); addr.IsValid() {
 			e.str(a.Name, addrString(addr))
 		}
 	case catalogue.KindEnum:
-		if v := *(*uint8)(p); v != 0 {
+		if v := *p.Uint8(); v != 0 {
 			e.str(a.Name, flowrecord.EnumName(a.ref.Names, v))
 		}
 	case catalogue.KindTime:
-		if t := (*time.Time)(p); !t.IsZero() {
+		if t := p.Time(); !t.IsZero() {
 			e.int(a.Name, t.UnixNano())
 		}
 	case catalogue.KindUint8:
-		e.uint(a, uint64(*(*uint8)(p)))
+		e.uint(a, uint64(*p.Uint8()))
 	case catalogue.KindUint16:
-		e.uint(a, uint64(*(*uint16)(p)))
+		e.uint(a, uint64(*p.Uint16()))
 	case catalogue.KindUint32:
-		e.uint(a, uint64(*(*uint32)(p)))
+		e.uint(a, uint64(*p.Uint32()))
 	case catalogue.KindUint64:
-		e.uint(a, *(*uint64)(p))
+		e.uint(a, *p.Uint64())
 	case catalogue.KindBool:
-		if *(*bool)(p) {
+		if *p.Bool() {
 			e.b.AppendEmpty(a.Name).SetBool(true)
 		}
 	case catalogue.KindLabels:
-		if labels := *(*catalogue.Labels)(p); labels != nil {
+		if labels := *p.Labels(); labels != nil {
 			e.labelsMap(a.Name, labels)
 		}
 	case catalogue.KindBytes16:
-		if b := (*catalogue.Bytes16)(p); *b != (catalogue.Bytes16{}) {
+		if b := p.Bytes16(); *b != (catalogue.Bytes16{}) {
 			e.str(a.Name, hex.EncodeToString(b[:]))
 		}
 	default:

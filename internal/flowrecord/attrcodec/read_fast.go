@@ -4,7 +4,6 @@ package attrcodec
 
 import (
 	"math"
-	"net/netip"
 	"reflect"
 	"time"
 	"unsafe"
@@ -231,7 +230,7 @@ var noEntries []keyValueLayout
 
 // quick decodes v into p (ref.At) when its wrapper is of the field's type and
 // the value valid, as the dec* function would, and reports whether it did.
-func quick(ref *catalogue.Ref, p unsafe.Pointer, v pcommon.Value, sp *spares) bool {
+func quick(ref *catalogue.Ref, p catalogue.Loc, v pcommon.Value, sp *spares) bool {
 	return readFast && quickWrapper(ref, p, wrapperOf(v), sp)
 }
 
@@ -239,18 +238,18 @@ func quick(ref *catalogue.Ref, p unsafe.Pointer, v pcommon.Value, sp *spares) bo
 // the field's type and valid, as the dec* function would (that is, most of
 // the time), and reports whether it did; else the dec* function decodes it,
 // or names what is wrong.
-func quickWrapper(ref *catalogue.Ref, p unsafe.Pointer, w ifaceLayout, sp *spares) bool {
+func quickWrapper(ref *catalogue.Ref, p catalogue.Loc, w ifaceLayout, sp *spares) bool {
 	switch ref.Kind {
 	case catalogue.KindAddr:
 		if w.typ == readStrType && sp != nil {
 			if a, ok := sp.addrs.parse((*strWrapper)(w.data).s); ok {
-				*(*netip.Addr)(p) = a
+				*p.Addr() = a
 				return true
 			}
 		}
 	case catalogue.KindString:
 		if w.typ == readStrType {
-			*(*string)(p) = (*strWrapper)(w.data).s
+			*p.String() = (*strWrapper)(w.data).s
 			return true
 		}
 	case catalogue.KindUint64, catalogue.KindUint32, catalogue.KindUint16, catalogue.KindUint8:
@@ -259,13 +258,13 @@ func quickWrapper(ref *catalogue.Ref, p unsafe.Pointer, w ifaceLayout, sp *spare
 		}
 		switch i := *(*int64)(w.data); {
 		case ref.Kind == catalogue.KindUint64 && i >= 0:
-			*(*uint64)(p) = uint64(i)
+			*p.Uint64() = uint64(i)
 		case ref.Kind == catalogue.KindUint32 && uint64(i) <= math.MaxUint32:
-			*(*uint32)(p) = uint32(i)
+			*p.Uint32() = uint32(i)
 		case ref.Kind == catalogue.KindUint16 && uint64(i) <= math.MaxUint16:
-			*(*uint16)(p) = uint16(i)
+			*p.Uint16() = uint16(i)
 		case ref.Kind == catalogue.KindUint8 && uint64(i) <= math.MaxUint8:
-			*(*uint8)(p) = uint8(i)
+			*p.Uint8() = uint8(i)
 		default:
 			return false
 		}
@@ -273,14 +272,14 @@ func quickWrapper(ref *catalogue.Ref, p unsafe.Pointer, w ifaceLayout, sp *spare
 	case catalogue.KindTime:
 		if w.typ == readIntType {
 			if ns := *(*int64)(w.data); ns > 0 {
-				*(*time.Time)(p) = time.Unix(0, ns).UTC()
+				*p.Time() = time.Unix(0, ns).UTC()
 				return true
 			}
 		}
 	case catalogue.KindEnum:
 		if w.typ == readStrType {
 			if e, ok := flowrecord.ParseEnum[uint8](ref.Names, (*strWrapper)(w.data).s); ok {
-				*(*uint8)(p) = e
+				*p.Uint8() = e
 				return true
 			}
 		}
@@ -339,4 +338,15 @@ func eachEntry(m pcommon.Map, f func(k string, v pcommon.Value) error) error {
 		return err == nil
 	})
 	return err
+}
+
+// sameString is a == b, without comparing bytes when they are the same
+// string (Encode writes the catalogue's own name strings).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// addrSlot is the slot of an addrCache for text s: by where s is in memory.
+func addrSlot(s string) uint64 {
+	return uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))) * 0x9e3779b97f4a7c15 >> (64 - addrCacheBits)
 }

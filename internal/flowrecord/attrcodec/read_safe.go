@@ -3,9 +3,6 @@
 package attrcodec
 
 import (
-	"net/netip"
-	"unsafe"
-
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
@@ -24,13 +21,13 @@ func mapOf(v pcommon.Value) (pcommon.Map, bool) {
 // quick decodes only addresses, through the Decoder's cache of the texts it
 // parsed last (addrcache.go); every other value goes through the dec*
 // functions.
-func quick(ref *catalogue.Ref, p unsafe.Pointer, v pcommon.Value, sp *spares) bool {
+func quick(ref *catalogue.Ref, p catalogue.Loc, v pcommon.Value, sp *spares) bool {
 	if ref.Kind != catalogue.KindAddr || sp == nil || v.Type() != pcommon.ValueTypeStr {
 		return false
 	}
 	a, ok := sp.addrs.parse(v.Str())
 	if ok {
-		*(*netip.Addr)(p) = a
+		*p.Addr() = a
 	}
 	return ok
 }
@@ -46,4 +43,17 @@ func eachEntry(m pcommon.Map, f func(k string, v pcommon.Value) error) error {
 		return err == nil
 	})
 	return err
+}
+
+// sameString is a == b.
+func sameString(a, b string) bool { return a == b }
+
+// addrSlot is the slot of an addrCache for text s: by its bytes (FNV-1a),
+// where the other build takes where s is in memory.
+func addrSlot(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h >> (64 - addrCacheBits)
 }

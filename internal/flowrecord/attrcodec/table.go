@@ -1,8 +1,6 @@
 package attrcodec
 
 import (
-	"unsafe"
-
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
@@ -55,7 +53,7 @@ func lookahead(next int, name string) *attribute {
 	for i := next; i < len(attributes) && i < next+lookaheadWindow; i++ {
 		// Encode writes the catalogue's own name strings: when the name is
 		// the same string, no need to compare its bytes (a call).
-		if n := attributes[i].Name; len(n) == len(name) && (unsafe.StringData(n) == unsafe.StringData(name) || n == name) {
+		if n := attributes[i].Name; sameString(n, name) {
 			return &attributes[i]
 		}
 	}

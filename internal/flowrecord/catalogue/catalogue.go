@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ type Field struct {
 	WrittenWhenZero bool
 
 	value func(agg bool) Value
+	// wire is the Ref its IEs and columns carry: Ref, or for a field
+	// outside the attributes, where it is all the same.
+	wire Ref
 }
 
 // Ref is where a field lives in a Record: its Kind (KindBytes16 for the
@@ -60,12 +64,72 @@ type Ref struct {
 }
 
 // At is where the field is in r, creating r.Aggregation for an aggregation
-// field when r has none (for decoding; Value reads without creating it).
-func (f *Ref) At(r *Record) unsafe.Pointer {
+// field when r has none (for decoding; Value reads without creating it, and
+// a writer reads an aggregation field only from a Record with Aggregation).
+// It is the one place flowtel locates a Record field by its offset: every
+// wire reads and writes fields through it (or through Value).
+func (f *Ref) At(r *Record) Loc {
 	if f.Aggregation {
-		return unsafe.Add(unsafe.Pointer(aggregation(r)), f.Offset)
+		return Loc{unsafe.Add(unsafe.Pointer(aggregation(r)), f.Offset)}
 	}
-	return unsafe.Add(unsafe.Pointer(r), f.Offset)
+	return Loc{unsafe.Add(unsafe.Pointer(r), f.Offset)}
+}
+
+// Loc is a field of a Record located by a Ref: its method of the Ref's Kind
+// is the field (Uint8 for a KindEnum; the others' results are not the
+// field). The zero Loc is no field.
+type Loc struct{ p unsafe.Pointer }
+
+// The field at l, by its kind.
+
+func (l Loc) Uint8() *uint8     { return (*uint8)(l.p) }
+func (l Loc) Uint16() *uint16   { return (*uint16)(l.p) }
+func (l Loc) Uint32() *uint32   { return (*uint32)(l.p) }
+func (l Loc) Uint64() *uint64   { return (*uint64)(l.p) }
+func (l Loc) Bool() *bool       { return (*bool)(l.p) }
+func (l Loc) Time() *time.Time  { return (*time.Time)(l.p) }
+func (l Loc) Addr() *netip.Addr { return (*netip.Addr)(l.p) }
+func (l Loc) String() *string   { return (*string)(l.p) }
+func (l Loc) Labels() *Labels   { return (*Labels)(l.p) }
+func (l Loc) Bytes16() *Bytes16 { return (*Bytes16)(l.p) }
+
+// Reader reads a value of Go type V from a Record, record after record (a
+// writer filling one column or IE): directly where its Ref locates it, at
+// no call's cost, else through its accessor (a Value's function).
+type Reader[V any] struct {
+	off int // of the field in the Record; -1: get reads
+	get func(*Record) V
+}
+
+// NewReader is the Reader of the value get reads, directly when ref locates
+// a field of type V of the Record itself (an enumeration's is a uint8): not
+// for the zero Ref or an aggregation field (get reads zero for a Record
+// without Aggregation).
+func NewReader[V any](ref Ref, get func(*Record) V) Reader[V] {
+	k, ok := goKinds[reflect.TypeFor[V]()]
+	if ok && !ref.Aggregation && (ref.Kind == k || k == KindUint8 && ref.Kind == KindEnum) {
+		return Reader[V]{off: int(ref.Offset), get: get}
+	}
+	return Reader[V]{off: -1, get: get}
+}
+
+// Get is the value in r.
+func (d *Reader[V]) Get(r *Record) V {
+	if d.off >= 0 {
+		return *(*V)(unsafe.Add(unsafe.Pointer(r), d.off))
+	}
+	return d.get(r)
+}
+
+// Direct says whether the Reader reads its field directly.
+func (d *Reader[V]) Direct() bool { return d.off >= 0 }
+
+// goKinds are the kinds of the Go types of the fields a Ref locates.
+var goKinds = map[reflect.Type]Kind{
+	reflect.TypeFor[uint8](): KindUint8, reflect.TypeFor[uint16](): KindUint16, reflect.TypeFor[uint32](): KindUint32,
+	reflect.TypeFor[uint64](): KindUint64, reflect.TypeFor[bool](): KindBool, reflect.TypeFor[time.Time](): KindTime,
+	reflect.TypeFor[netip.Addr](): KindAddr, reflect.TypeFor[string](): KindString, reflect.TypeFor[Labels](): KindLabels,
+	reflect.TypeFor[Bytes16](): KindBytes16,
 }
 
 // Pointer types of the kinds, for At's result.
@@ -198,6 +262,10 @@ type IE struct {
 	// Value is what the IE carries: its field's Value unless the IE has its
 	// own (a wire value other than the Go one, one family of an address).
 	Value Value
+	// Ref is where its field is in a Record: the field's, also for a field
+	// carried outside the attributes (the end time, the cluster UID); the
+	// zero Ref for an IE with a Value of its own.
+	Ref Ref
 }
 
 // ColumnType is the ClickHouse type of a column: only types every ClickHouse
@@ -232,6 +300,9 @@ type Column struct {
 	Attribute string
 	// Value is what the column holds: its field's Value unless it has its own.
 	Value Value
+	// Ref is where its field is in a Record, as an IE's Ref: the zero Ref
+	// for a column with a Value of its own.
+	Ref Ref
 }
 
 // Fields returns the catalogue in attribute order (the order Encode writes).
@@ -306,9 +377,12 @@ func finish(fs []Field) []Field {
 		if f.value != nil {
 			f.Value = f.value(f.Aggregation)
 		}
+		if f.wire.Kind == KindNone {
+			f.wire = f.Ref
+		}
 		for j := range f.IPFIX {
 			if f.IPFIX[j].Value.Kind == KindNone {
-				f.IPFIX[j].Value = f.Value
+				f.IPFIX[j].Value, f.IPFIX[j].Ref = f.Value, f.wire
 			}
 		}
 		for j := range f.ClickHouse {
@@ -316,7 +390,7 @@ func finish(fs []Field) []Field {
 			c.Attribute = f.Attribute
 			c.Doc = strings.TrimSpace(f.Doc + " " + c.Doc)
 			if c.Value.Kind == KindNone {
-				c.Value = f.Value
+				c.Value, c.Ref = f.Value, f.wire
 			}
 		}
 	}

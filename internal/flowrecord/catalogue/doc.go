@@ -1,9 +1,14 @@
 // Package catalogue is the field catalogue of a flow record: every value of a
 // flowrecord.Record that crosses a wire, with its OTLP attribute, the Antrea
 // IPFIX IEs and ClickHouse columns that carry it, a typed accessor reading it
-// (Value) and where it lives in the Record (Ref). The attribute codec, the
-// compact codec, the ipfix exporter's layouts, the clickhouse_flows
-// exporter's table and the generated tables of docs/flow-schema.md and
-// docs/clickhouse.md all come from it: adding a field to the Record and one
-// entry here (fields.go) is all the wires need.
+// (Value) and where it lives in the Record (Ref, which its IEs and columns
+// carry too). Ref.At is the one place a Record field is located by its
+// offset: the codecs read and write fields through it, writers filling a
+// column read them through a Reader. The attribute codec, the compact codec,
+// the ipfix exporter's layouts, the clickhouse_flows exporter's table, the
+// flow_stream history reader and the generated tables of docs/flow-schema.md
+// and docs/clickhouse.md all come from it: for those, adding a field to the
+// Record and one entry here (fields.go) is all they need. The inbound Antrea
+// wires (antrea_flows' IPFIX IE table and gRPC fromFlow) and flow_stream's
+// pb.Flow (toFlow) still map fields by hand.
 package catalogue

@@ -126,9 +126,10 @@ func policyAttrs(dir string, get func(*Record) *fr.Policy, ids [6]uint16, col in
 	}
 }
 
-// wireOnly is a field that is not a LogRecord attribute.
-func wireOnly(doc string, v Value) Field {
-	return Field{Doc: doc, value: func(bool) Value { return v }}
+// wireOnly is a field that is not a LogRecord attribute, of kind k, where
+// get points: its IEs and columns carry its Ref, the Field has none.
+func wireOnly[T any](doc string, k Kind, get func(*Record) *T, v Value) Field {
+	return Field{Doc: doc, wire: refOf(k, get), value: func(bool) Value { return v }}
 }
 
 // buildCatalogue lists the fields in the order the attribute form writes
@@ -163,7 +164,7 @@ func buildCatalogue() []Field {
 		colIP: 7, colPort: 9, colPod: 22, colNamespace: 23, colNode: 24, colLabels: 41})...)
 	add(
 		wireOnly("*(LogRecord `Timestamp`)* End of this record: the connection's last observation.",
-			Value{Kind: KindTime, Time: func(r *Record) time.Time { return r.End }}).
+			KindTime, func(r *Record) *time.Time { return &r.End }, Value{Kind: KindTime, Time: func(r *Record) time.Time { return r.End }}).
 			ie(iana("flowEndSeconds", 151, DateTimeSeconds)).col(antreaCol("flowEndSeconds", DateTime, 2)),
 	)
 	add(
@@ -293,7 +294,7 @@ func buildCatalogue() []Field {
 	)
 	// The exporters put the value they chose in Record.ClusterUID.
 	add(wireOnly("*(resource `k8s.cluster.uid`)* Cluster the record was seen in: the exporter's configured value, else the resource attribute `k8s.cluster.uid`.",
-		Value{Kind: KindString, String: func(r *Record) string { return r.ClusterUID }}).
+		KindString, func(r *Record) *string { return &r.ClusterUID }, Value{Kind: KindString, String: func(r *Record) string { return r.ClusterUID }}).
 		ie(antrea("clusterId", 158, String)).col(antreaCol("clusterUUID", CHString, 48)))
 	return fs
 }

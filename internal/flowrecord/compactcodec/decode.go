@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/netip"
 	"time"
-	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -58,7 +57,7 @@ func Decode(lr plog.LogRecord, r *flowrecord.Record, maps LabelMaps) error {
 	// (one allocation for all of them). AsRaw copies already and nothing else
 	// holds that copy, so it becomes the string as it is.
 	raw := lr.Body().Bytes().AsRaw()
-	d := reader{s: unsafe.String(unsafe.SliceData(raw), len(raw)), maps: maps}
+	d := reader{s: ownString(raw), maps: maps}
 	d.record(r)
 	if d.err == nil && d.i < len(d.s) {
 		d.fail("body", fmt.Sprintf("%d bytes after the last field", len(d.s)-d.i))
@@ -258,7 +257,7 @@ func (d *reader) labels(field string, slot int) map[string]string {
 
 // record reads what writer.record writes.
 func (d *reader) record(r *flowrecord.Record) {
-	d.fields(fields, unsafe.Pointer(r))
+	d.fields(fields, r)
 	switch d.u8(aggregationPresence) {
 	case 0:
 		return
@@ -268,42 +267,42 @@ func (d *reader) record(r *flowrecord.Record) {
 		return
 	}
 	r.Aggregation = &flowrecord.Aggregation{}
-	d.fields(aggregationFields, unsafe.Pointer(r.Aggregation))
+	d.fields(aggregationFields, r)
 }
 
-// fields reads fs into their offsets from base, each checked against its
-// type's range; after an error every field reads zero.
-func (d *reader) fields(fs []field, base unsafe.Pointer) {
+// fields reads fs into r, each checked against its type's range; after an
+// error every field reads zero.
+func (d *reader) fields(fs []field, r *flowrecord.Record) {
 	for i := range fs {
 		f := &fs[i]
-		p := unsafe.Add(base, f.ref.Offset)
+		p := f.ref.At(r)
 		switch f.ref.Kind {
 		case catalogue.KindUint8:
-			*(*uint8)(p) = d.u8(f.name)
+			*p.Uint8() = d.u8(f.name)
 		case catalogue.KindEnum:
-			*(*uint8)(p) = d.enum(f.name, f.ref.Names)
+			*p.Uint8() = d.enum(f.name, f.ref.Names)
 		case catalogue.KindBool:
-			*(*bool)(p) = d.boolean(f.name)
+			*p.Bool() = d.boolean(f.name)
 		case catalogue.KindUint16:
-			*(*uint16)(p) = d.u16(f.name)
+			*p.Uint16() = d.u16(f.name)
 		case catalogue.KindUint32:
-			*(*uint32)(p) = d.u32(f.name)
+			*p.Uint32() = d.u32(f.name)
 		case catalogue.KindUint64:
-			*(*uint64)(p) = d.uvarint(f.name)
+			*p.Uint64() = d.uvarint(f.name)
 		case catalogue.KindTime:
-			*(*time.Time)(p) = d.time(f.name)
+			*p.Time() = d.time(f.name)
 		case catalogue.KindString:
-			*(*string)(p) = d.str(f.name)
+			*p.String() = d.str(f.name)
 		case catalogue.KindAddr:
-			*(*netip.Addr)(p) = d.addr(f.name)
+			*p.Addr() = d.addr(f.name)
 		case catalogue.KindLabels:
-			*(*catalogue.Labels)(p) = d.labels(f.name, f.ref.LabelsSlot)
+			*p.Labels() = d.labels(f.name, f.ref.LabelsSlot)
 		case catalogue.KindBytes16:
 			switch n := d.u8(f.name); n {
 			case 0:
 			case 16:
 				if s, ok := d.raw(f.name, 16); ok {
-					copy((*catalogue.Bytes16)(p)[:], s)
+					copy(p.Bytes16()[:], s)
 				}
 			default:
 				d.fail(f.name, fmt.Sprintf("length %d, want 0 or 16", n))

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"sync"
 	"time"
-	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -111,40 +110,40 @@ func (w *writer) labels(m map[string]string) {
 
 // record writes the version 1 body; reader.record reads it.
 func (w *writer) record(r *flowrecord.Record) {
-	w.fields(fields, unsafe.Pointer(r))
+	w.fields(fields, r)
 	if r.Aggregation == nil {
 		w.u8(0)
 		return
 	}
 	w.u8(1)
-	w.fields(aggregationFields, unsafe.Pointer(r.Aggregation))
+	w.fields(aggregationFields, r)
 }
 
-// fields writes fs, at their offsets from base.
-func (w *writer) fields(fs []field, base unsafe.Pointer) {
+// fields writes fs of r (aggregation fields: of a Record with Aggregation).
+func (w *writer) fields(fs []field, r *flowrecord.Record) {
 	for i := range fs {
-		p := unsafe.Add(base, fs[i].ref.Offset)
+		p := fs[i].ref.At(r)
 		switch fs[i].ref.Kind {
 		case catalogue.KindUint8, catalogue.KindEnum:
-			w.u8(*(*uint8)(p))
+			w.u8(*p.Uint8())
 		case catalogue.KindBool:
-			w.boolean(*(*bool)(p))
+			w.boolean(*p.Bool())
 		case catalogue.KindUint16:
-			w.uvarint(uint64(*(*uint16)(p)))
+			w.uvarint(uint64(*p.Uint16()))
 		case catalogue.KindUint32:
-			w.uvarint(uint64(*(*uint32)(p)))
+			w.uvarint(uint64(*p.Uint32()))
 		case catalogue.KindUint64:
-			w.uvarint(*(*uint64)(p))
+			w.uvarint(*p.Uint64())
 		case catalogue.KindTime:
-			w.time(*(*time.Time)(p))
+			w.time(*p.Time())
 		case catalogue.KindString:
-			w.str(*(*string)(p))
+			w.str(*p.String())
 		case catalogue.KindAddr:
-			w.addr(*(*netip.Addr)(p))
+			w.addr(*p.Addr())
 		case catalogue.KindLabels:
-			w.labels(*(*catalogue.Labels)(p))
+			w.labels(*p.Labels())
 		case catalogue.KindBytes16:
-			if b := (*catalogue.Bytes16)(p); *b == (catalogue.Bytes16{}) {
+			if b := p.Bytes16(); *b == (catalogue.Bytes16{}) {
 				w.u8(0)
 			} else {
 				w.u8(16)

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
-	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/flowtel/flowtel/internal/antreawire"
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
 
 // Block is a batch of rows held column by column, in the column types the
@@ -47,20 +47,15 @@ type buffer struct {
 	str  proto.ColStr
 }
 
-// filler is a column's buffer and the accessor of the value it holds, and
-// the offset of the Record field the accessor reads (-1 if none, offsets).
+// filler is a column's buffer and the reader of the value it holds: direct
+// (no call) when the column carries a Record field as it is, by its Ref.
 type filler[C any, V any] struct {
-	buf *C
-	get func(*flowrecord.Record) V
-	off int
+	buf  *C
+	read catalogue.Reader[V]
 }
 
-// value is the column's value in r.
-func (c *filler[C, V]) value(r *flowrecord.Record) V {
-	if c.off >= 0 {
-		return *(*V)(unsafe.Add(unsafe.Pointer(r), c.off))
-	}
-	return c.get(r)
+func newFiller[C any, V any](buf *C, get func(*flowrecord.Record) V, ref catalogue.Ref) filler[C, V] {
+	return filler[C, V]{buf: buf, read: catalogue.NewReader(ref, get)}
 }
 
 // NewBlock returns an empty block with room for capacity rows.
@@ -71,28 +66,28 @@ func NewBlock(capacity int) *Block {
 		switch Columns[i].kind {
 		case kindTime:
 			buf.time.Data = make([]proto.DateTime, 0, capacity)
-			b.times = append(b.times, filler[proto.ColDateTime, time.Time]{&buf.time, v.Time, offsets[i]})
+			b.times = append(b.times, newFiller[proto.ColDateTime, time.Time](&buf.time, v.Time, Columns[i].ref))
 		case kindUInt8:
 			buf.u8 = make(proto.ColUInt8, 0, capacity)
-			b.u8s = append(b.u8s, filler[proto.ColUInt8, uint8]{&buf.u8, v.Uint8, offsets[i]})
+			b.u8s = append(b.u8s, newFiller[proto.ColUInt8, uint8](&buf.u8, v.Uint8, Columns[i].ref))
 		case kindUInt16:
 			buf.u16 = make(proto.ColUInt16, 0, capacity)
-			b.u16s = append(b.u16s, filler[proto.ColUInt16, uint16]{&buf.u16, v.Uint16, offsets[i]})
+			b.u16s = append(b.u16s, newFiller[proto.ColUInt16, uint16](&buf.u16, v.Uint16, Columns[i].ref))
 		case kindUInt64:
 			buf.u64 = make(proto.ColUInt64, 0, capacity)
-			b.u64s = append(b.u64s, filler[proto.ColUInt64, uint64]{&buf.u64, v.Uint64, offsets[i]})
+			b.u64s = append(b.u64s, newFiller[proto.ColUInt64, uint64](&buf.u64, v.Uint64, Columns[i].ref))
 		case kindString:
 			buf.str.Pos = make([]proto.Position, 0, capacity)
-			b.strs = append(b.strs, filler[proto.ColStr, string]{&buf.str, v.String, offsets[i]})
+			b.strs = append(b.strs, newFiller[proto.ColStr, string](&buf.str, v.String, Columns[i].ref))
 		case kindName:
 			buf.str.Pos = make([]proto.Position, 0, capacity)
-			b.strs = append(b.strs, filler[proto.ColStr, string]{&buf.str, v.Name, offsets[i]})
+			b.strs = append(b.strs, newFiller[proto.ColStr, string](&buf.str, v.Name, catalogue.Ref{}))
 		case kindAddr:
 			buf.str.Pos = make([]proto.Position, 0, capacity)
-			b.addrs = append(b.addrs, filler[proto.ColStr, netip.Addr]{&buf.str, v.Addr, offsets[i]})
+			b.addrs = append(b.addrs, newFiller[proto.ColStr, netip.Addr](&buf.str, v.Addr, Columns[i].ref))
 		case kindLabels:
 			buf.str.Pos = make([]proto.Position, 0, capacity)
-			b.labels = append(b.labels, filler[proto.ColStr, map[string]string]{&buf.str, v.Labels, offsets[i]})
+			b.labels = append(b.labels, newFiller[proto.ColStr, map[string]string](&buf.str, v.Labels, catalogue.Ref{}))
 		}
 	}
 	b.addrTexts = make([]antreawire.Texts, len(b.addrs))
@@ -104,7 +99,7 @@ func NewBlock(capacity int) *Block {
 func (b *Block) Len() int { return b.rows }
 
 // Add appends one row, as AddRows does.
-func (b *Block) Add(row *Row) { b.AddRows(unsafe.Slice(row, 1)) }
+func (b *Block) Add(row *Row) { b.AddRows([]Row{*row}) }
 
 // AddRows appends rows. A row's cluster UUID is what the clusterUUID column
 // reads: AddRows sets it as its Record's ClusterUID.
@@ -120,35 +115,35 @@ func (b *Block) AddRows(rows []Row) {
 	for _, c := range b.times {
 		col := c.buf.Data
 		for i := range rows {
-			col = append(col, proto.DateTime(antreawire.UnixSeconds(c.value(rows[i].Record))))
+			col = append(col, proto.DateTime(antreawire.UnixSeconds(c.read.Get(rows[i].Record))))
 		}
 		c.buf.Data = col
 	}
 	for _, c := range b.u8s {
 		col := *c.buf
 		for i := range rows {
-			col = append(col, c.value(rows[i].Record))
+			col = append(col, c.read.Get(rows[i].Record))
 		}
 		*c.buf = col
 	}
 	for _, c := range b.u16s {
 		col := *c.buf
 		for i := range rows {
-			col = append(col, c.value(rows[i].Record))
+			col = append(col, c.read.Get(rows[i].Record))
 		}
 		*c.buf = col
 	}
 	for _, c := range b.u64s {
 		col := *c.buf
 		for i := range rows {
-			col = append(col, c.value(rows[i].Record))
+			col = append(col, c.read.Get(rows[i].Record))
 		}
 		*c.buf = col
 	}
 	for _, c := range b.strs {
 		buf, pos := c.buf.Buf, c.buf.Pos
 		for i := range rows {
-			s := c.value(rows[i].Record)
+			s := c.read.Get(rows[i].Record)
 			start := len(buf)
 			buf = append(buf, s...)
 			pos = append(pos, proto.Position{Start: start, End: len(buf)})
@@ -159,7 +154,7 @@ func (b *Block) AddRows(rows []Row) {
 		t := &b.addrTexts[j]
 		buf, pos := c.buf.Buf, c.buf.Pos
 		for i := range rows {
-			a := c.value(rows[i].Record)
+			a := c.read.Get(rows[i].Record)
 			start := len(buf)
 			if a.Is4() {
 				buf = a.AppendTo(buf)
@@ -173,7 +168,7 @@ func (b *Block) AddRows(rows []Row) {
 	for j, c := range b.labels {
 		t := &b.labelTexts[j]
 		for i := range rows {
-			c.buf.Append(t.Labels(c.value(rows[i].Record)))
+			c.buf.Append(t.Labels(c.read.Get(rows[i].Record)))
 		}
 	}
 	b.rows += len(rows)

@@ -45,6 +45,7 @@ type Column struct {
 	attr, doc string // the catalogue's, for the documentation
 	kind      kind
 	value     catalogue.Value
+	ref       catalogue.Ref // the field the column carries as it is, the zero Ref if none
 }
 
 // Columns lists the inserted columns in INSERT order: Antrea's 51 in the order
@@ -60,7 +61,7 @@ func mustColumns(cs []catalogue.Column) []Column {
 		if err != nil {
 			panic(err) // the catalogue is fixed at build time; a test builds it
 		}
-		out[i] = Column{Name: c.Name, Type: c.Type.String(), Flowtel: c.Antrea == 0, attr: c.Attribute, doc: c.Doc, kind: k, value: c.Value}
+		out[i] = Column{Name: c.Name, Type: c.Type.String(), Flowtel: c.Antrea == 0, attr: c.Attribute, doc: c.Doc, kind: k, value: c.Value, ref: c.Ref}
 	}
 	return out
 }

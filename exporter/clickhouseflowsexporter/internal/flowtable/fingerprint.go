@@ -1,11 +1,6 @@
 package flowtable
 
-import (
-	"hash/maphash"
-	"unsafe"
-
-	"github.com/ClickHouse/ch-go/proto"
-)
+import "hash/maphash"
 
 // fingerprintSeed is fixed for the process: a block's fingerprint is only
 // compared with fingerprints of the same process.
@@ -21,25 +16,17 @@ func (b *Block) Fingerprint() uint64 {
 		buf := &b.cols[i]
 		switch Columns[i].kind {
 		case kindTime:
-			_, _ = h.Write(bytesOf(buf.time.Data))
+			hashValues(&h, buf.time.Data)
 		case kindUInt8:
-			_, _ = h.Write(bytesOf(buf.u8))
+			hashValues(&h, buf.u8)
 		case kindUInt16:
-			_, _ = h.Write(bytesOf(buf.u16))
+			hashValues(&h, buf.u16)
 		case kindUInt64:
-			_, _ = h.Write(bytesOf(buf.u64))
+			hashValues(&h, buf.u64)
 		default:
 			_, _ = h.Write(buf.str.Buf)
-			_, _ = h.Write(bytesOf(buf.str.Pos))
+			hashPositions(&h, buf.str.Pos)
 		}
 	}
 	return h.Sum64()
-}
-
-// bytesOf is the memory of a slice of fixed-size values (no pointers).
-func bytesOf[T proto.DateTime | uint8 | uint16 | uint64 | proto.Position](s []T) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }
