@@ -165,7 +165,7 @@ func TestObserve(t *testing.T) {
 		record("b-to-c", "ns-b", "api", "ns-c", "db", now.Add(-time.Hour)),
 		record("a-to-a", "ns-a", "web", "ns-a", "cache", now.Add(-time.Minute)))
 	kc := e.user(t, "dev", "ns-a")
-	base := []string{"observe", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca}
+	base := []string{"observe", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca}
 	ctx := context.Background()
 
 	out, errOut, code := flowctl(ctx, append(base, "-n", "ns-a", "-o", "jsonl")...)
@@ -211,13 +211,13 @@ func TestObserve(t *testing.T) {
 	_, errOut, code = flowctl(ctx, append(base, "--cluster-wide", "-f")...)
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "may not watch flows")
-	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", e.cp.Kubeconfig(t, "bogus", "bogus"), "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a")
+	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", e.cp.Kubeconfig(t, "bogus", "bogus"), "--stream-server", e.addr, "--ca-file", e.ca, "-n", "ns-a")
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "not authenticated")
 	_, errOut, code = flowctl(ctx, append(base, "-n", "ns-a", "--direction", "from", "--service", "api")...)
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "invalid request: filters[0].service_names")
-	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", kc, "--server", e.addr, "-n", "ns-a")
+	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", kc, "--stream-server", e.addr, "-n", "ns-a")
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "unavailable", "an unverified server certificate")
 	_, errOut, code = flowctl(ctx, append(base, "-n", "ns-a", "-o", "yaml")...)
@@ -267,17 +267,17 @@ current-context: test
 `, e.cp.URL, b64(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})), b64(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}))), 0o600))
 		// The CA bundle may still be loading right after start.
 		require.Eventually(t, func() bool {
-			out, _, code := flowctl(ctx, "observe", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-o", "jsonl")
+			out, _, code := flowctl(ctx, "observe", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca, "-o", "jsonl")
 			return code == 0 && strings.Count(out, "\n") >= 2
 		}, 20*time.Second, 200*time.Millisecond, "the context's Namespace (ns-a) is the default scope")
 	})
 
 	t.Run("records", func(t *testing.T) {
-		out, errOut, code := flowctl(ctx, "records", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a",
+		out, errOut, code := flowctl(ctx, "records", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca, "-n", "ns-a",
 			"--srcip", "10.10.0.5", "--dstport", "8080", "--proto", "tcp", "-o", "jsonl")
 		require.Zero(t, code, errOut)
 		require.GreaterOrEqual(t, len(decodeLines(t, out)), 2)
-		out, _, code = flowctl(ctx, "records", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a", "--dstport", "9999", "-o", "jsonl")
+		out, _, code = flowctl(ctx, "records", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca, "-n", "ns-a", "--dstport", "9999", "-o", "jsonl")
 		require.Zero(t, code)
 		require.Empty(t, strings.TrimSpace(out))
 	})
@@ -316,7 +316,7 @@ current-context: test
 		return kc
 	}
 	dial := func(kc, flowtelNamespace string) (string, error) {
-		s, err := (&connFlags{kubeconfig: kc, streamNamespace: flowtelNamespace}).dial(ctx)
+		s, err := (&connFlags{kube: kubeFlags(kc), streamNamespace: flowtelNamespace}).dial(ctx)
 		if err != nil {
 			return "", err
 		}
