@@ -56,7 +56,10 @@ func runAs(ctx context.Context, exe string, args []string, stdout, stderr io.Wri
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	cmd, err := root.ExecuteContextC(ctx)
+	cmd, err := singleDashLong(root, args)
+	if err == nil {
+		cmd, err = root.ExecuteContextC(ctx)
+	}
 	if err == nil {
 		return 0
 	}
@@ -84,6 +87,29 @@ func isCobraUsage(err error) bool {
 		strings.HasPrefix(s, "unknown shorthand flag") || strings.HasPrefix(s, "invalid argument ") ||
 		strings.HasPrefix(s, "flag needs an argument") || strings.HasPrefix(s, "accepts ") ||
 		strings.Contains(s, "required flag(s)")
+}
+
+// singleDashLong refuses a long flag written with one dash ("-since 5m"),
+// which Go's flag package took and pflag reads as shorthands (-s ince:
+// --server=ince), before the command runs; it returns the command named.
+func singleDashLong(root *cobra.Command, args []string) (*cobra.Command, error) {
+	cmd, _, err := root.Find(args)
+	if err != nil {
+		return nil, nil // cobra reports it
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if cmd.Flags().Lookup(name) != nil || cmd.InheritedFlags().Lookup(name) != nil {
+			return cmd, usageError{fmt.Errorf("%s: a long flag takes two dashes: -%s", a, a)}
+		}
+	}
+	return nil, nil
 }
 
 // errUsage ends a command whose usage was already printed, with exit code 2.
