@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -97,51 +96,20 @@ func TestCommandLine(t *testing.T) {
 	assert.Contains(t, errOut, "See 'flowctl policy what-if --help'")
 }
 
-var (
-	buildOnce sync.Once
-	builtDir  string
-	buildErr  error
-)
-
-// binary builds flowctl once into a directory that also holds it as
-// kubectl-flows (a symlink, as make build installs it).
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		builtDir, buildErr = os.MkdirTemp("", "flowctl-bin")
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(builtDir, "flowctl"), ".")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = &buildError{err, string(out)}
-			return
-		}
-		buildErr = os.Symlink("flowctl", filepath.Join(builtDir, pluginName))
-	})
-	require.NoError(t, buildErr)
-	return builtDir
+// TestBinary builds flowctl into a directory that also holds it as
+// kubectl-flows (a symlink, as make build makes it) and runs it.
+func TestBinary(t *testing.T) {
+	dir := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "flowctl"), ".").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.NoError(t, os.Symlink("flowctl", filepath.Join(dir, pluginName)))
+	t.Run("kubectl plugin", func(t *testing.T) { testKubectlPlugin(t, dir) })
+	t.Run("bash completion", func(t *testing.T) { testBashCompletion(t, dir) })
 }
 
-type buildError struct {
-	err error
-	out string
-}
-
-func (b *buildError) Error() string { return b.err.Error() + ": " + b.out }
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if builtDir != "" {
-		os.RemoveAll(builtDir)
-	}
-	os.Exit(code)
-}
-
-// TestKubectlPlugin: run as kubectl-flows (how kubectl runs the plugin
+// testKubectlPlugin: run as kubectl-flows (how kubectl runs the plugin
 // "kubectl flows"), the help names kubectl flows.
-func TestKubectlPlugin(t *testing.T) {
-	dir := binary(t)
+func testKubectlPlugin(t *testing.T, dir string) {
 	out, err := exec.Command(filepath.Join(dir, pluginName), "--help").CombinedOutput()
 	require.NoError(t, err, string(out))
 	assert.Contains(t, string(out), "kubectl flows [command]")
@@ -154,15 +122,14 @@ func TestKubectlPlugin(t *testing.T) {
 	assert.Contains(t, string(out), "flowctl [command]")
 }
 
-// TestBashCompletion: flowctl completion bash is a script that, sourced in
+// testBashCompletion: flowctl completion bash is a script that, sourced in
 // bash, completes the subcommands and a command's flags (it asks flowctl,
 // found on PATH, through its hidden __complete command).
-func TestBashCompletion(t *testing.T) {
+func testBashCompletion(t *testing.T, dir string) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
 	}
-	dir := binary(t)
 	script, err := exec.Command(filepath.Join(dir, "flowctl"), "completion", "bash").Output()
 	require.NoError(t, err)
 	require.Contains(t, string(script), "__start_flowctl")
