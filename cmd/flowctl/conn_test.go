@@ -22,7 +22,6 @@ import (
 	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/flowtel/flowtel/internal/testpki"
 )
@@ -158,11 +157,4 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// kubeFlags are kubectl's connection flags as if given --kubeconfig kc.
-func kubeFlags(kc string) *genericclioptions.ConfigFlags {
-	f := genericclioptions.NewConfigFlags(false)
-	*f.KubeConfig = kc
-	return f
 }

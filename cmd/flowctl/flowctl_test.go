@@ -34,6 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter"
@@ -365,3 +366,10 @@ current-context: test
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// kubeFlags are kubectl's connection flags as if given --kubeconfig kc.
+func kubeFlags(kc string) *genericclioptions.ConfigFlags {
+	f := genericclioptions.NewConfigFlags(false)
+	*f.KubeConfig = kc
+	return f
+}
