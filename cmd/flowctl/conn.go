@@ -102,8 +102,8 @@ func (c *connFlags) dial(ctx context.Context) (*session, error) {
 	}
 	// The stream authenticates the token or certificate itself: it acts on
 	// no impersonation headers.
-	if cfg.Impersonate.UserName != "" || cfg.Impersonate.UID != "" || len(cfg.Impersonate.Groups) > 0 {
-		return nil, errors.New("--as, --as-uid, --as-group: the flow stream does not impersonate: it streams as the user whose token or client certificate it receives; use a context (or --token) of the user to stream as")
+	if cfg.Impersonate.UserName != "" || cfg.Impersonate.UID != "" || len(cfg.Impersonate.Groups) > 0 || len(cfg.Impersonate.Extra) > 0 {
+		return nil, errors.New("--as, --as-uid, --as-group, --as-user-extra: the flow stream does not impersonate: it streams as the user whose token or client certificate it receives; use a context (or --token) of the user to stream as")
 	}
 	s := &session{namespace: ns}
 	namespaces := []string{c.streamNamespace}
