@@ -49,11 +49,10 @@ func uiCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var ln net.Listener
 		if *group != "workload" && *group != "pod" {
 			return fmt.Errorf("--group: %q is not workload or pod", *group)
 		}
-		ln, err = net.Listen("tcp", *listen)
+		ln, err := net.Listen("tcp", *listen)
 		if err != nil {
 			return fmt.Errorf("--listen: %w", err)
 		}
