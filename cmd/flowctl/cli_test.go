@@ -91,6 +91,11 @@ func TestCommandLine(t *testing.T) {
 		assert.Equal(t, 2, code, "%v", c.args)
 		assert.Contains(t, errOut, c.want, "%v", c.args)
 	}
+	for sh, want := range map[string]string{"bash": "__start_flowctl", "zsh": "#compdef flowctl", "fish": "complete -c flowctl", "powershell": "Register-ArgumentCompleter"} {
+		out, _, code := flowctl(ctx, "completion", sh)
+		assert.Equal(t, 0, code, sh)
+		assert.Contains(t, out, want, sh)
+	}
 	_, errOut, code := flowctl(ctx, "policy", "what-if", "--nope")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "See 'flowctl policy what-if --help'")
