@@ -345,7 +345,7 @@ current-context: test
 	// The user works in the attacker's Namespace: two candidates, no guess.
 	_, err = dial(kubeconfig("aaa-attacker"), "")
 	require.ErrorContains(t, err, "several flow stream Services (label observability.antrea.io/flow-stream-service=true, port flowstream-grpc): aaa-attacker/flow-stream, flowtel/flowtel-flowstream; flowctl cannot tell which is flowtel's")
-	require.ErrorContains(t, err, "pass --flowtel-namespace with flowtel's Namespace, or --server host:port")
+	require.ErrorContains(t, err, "pass --flowtel-namespace with flowtel's Namespace, or --stream-server host:port")
 	target, err = dial(kubeconfig("aaa-attacker"), "flowtel")
 	require.NoError(t, err)
 	require.Equal(t, flowtel, target, "--flowtel-namespace decides")
