@@ -110,6 +110,31 @@ func TestBinary(t *testing.T) {
 	require.NoError(t, os.Symlink("flowctl", filepath.Join(dir, pluginName)))
 	t.Run("kubectl plugin", func(t *testing.T) { testKubectlPlugin(t, dir) })
 	t.Run("bash completion", func(t *testing.T) { testBashCompletion(t, dir) })
+	t.Run("kubectl completion", func(t *testing.T) { testKubectlCompletion(t, dir) })
+}
+
+// testKubectlCompletion: kubectl completes "kubectl flows ..." through
+// kubectl_complete-flows, which asks kubectl-flows.
+func testKubectlCompletion(t *testing.T, dir string) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("no kubectl")
+	}
+	script, err := os.ReadFile("kubectl_complete-flows")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubectl_complete-flows"), script, 0o755))
+	complete := func(args ...string) string {
+		cmd := exec.Command(kubectl, append([]string{"__complete", "flows"}, args...)...)
+		cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		return string(out)
+	}
+	out := complete("")
+	for _, c := range []string{"observe", "records", "map", "policy"} {
+		assert.Regexp(t, `(?m)^`+c+`\t`, out)
+	}
+	assert.Regexp(t, `(?m)^--stream-server\t`, complete("observe", "--stream-s"))
 }
 
 // testKubectlPlugin: run as kubectl-flows (how kubectl runs the plugin
