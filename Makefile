@@ -35,10 +35,20 @@ deps: ## Install the system packages the tests need (apt; idempotent, needs root
 	@scripts/deps.sh
 
 .PHONY: build
-build: $(addprefix $(BUILD_DIR)/,$(DISTRIBUTIONS)) $(BUILD_DIR)/flowctl/flowctl ## Build the three distributions with OCB, and flowctl, into _build/
+build: $(addprefix $(BUILD_DIR)/,$(DISTRIBUTIONS)) $(BUILD_DIR)/flowctl/flowctl $(BUILD_DIR)/flowctl/kubectl-flows $(BUILD_DIR)/flowctl/kubectl_complete-flows ## Build the three distributions with OCB, and flowctl (also as the kubectl plugin kubectl-flows), into _build/
 
 $(BUILD_DIR)/flowctl/flowctl: go.mod $(shell git ls-files '*.go' 2>/dev/null)
 	$(GO) build -o $@ ./cmd/flowctl
+
+# The kubectl plugin "kubectl flows" is flowctl under the name kubectl-flows
+# (a symlink; with _build/flowctl on PATH, kubectl finds it).
+$(BUILD_DIR)/flowctl/kubectl-flows: $(BUILD_DIR)/flowctl/flowctl
+	ln -sf flowctl $@
+
+# kubectl's completion of "kubectl flows ..." runs kubectl_complete-flows.
+$(BUILD_DIR)/flowctl/kubectl_complete-flows: cmd/flowctl/kubectl_complete-flows
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # A distribution's OCB manifest: builder-config.yaml for the full one (the
 # source the others are checked against), distributions/<name>/manifest.yaml

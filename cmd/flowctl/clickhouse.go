@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // clickhouseFlags say where the flows table is (map, policy).
@@ -24,13 +25,13 @@ type clickhouseFlags struct {
 }
 
 // register adds the flags; instead says what --clickhouse replaces, if anything.
-func (c *clickhouseFlags) register(fs *flag.FlagSet, instead string) {
+func (c *clickhouseFlags) register(fs *pflag.FlagSet, instead string) {
 	usage := "read ClickHouse's flows table over HTTP at this URL (e.g. http://127.0.0.1:8123)"
 	if instead != "" {
 		usage += " " + instead
 	}
 	fs.StringVar(&c.url, "clickhouse", "", usage+"; password from $CLICKHOUSE_PASSWORD")
-	fs.StringVar(&c.user, "user", "", "ClickHouse user (default the server's default user)")
+	fs.StringVar(&c.user, "clickhouse-user", "", "ClickHouse user (default the server's default user); --user is the kubeconfig user, as in kubectl")
 	fs.BoolVar(&c.plainPassword, "send-password-over-plain-http", false, "send $CLICKHOUSE_PASSWORD to an http:// --clickhouse URL of a non-loopback host: anyone on the network path reads it")
 	fs.StringVar(&c.database, "database", "default", "ClickHouse database of the flows table")
 	fs.StringVar(&c.table, "table", "flows", "ClickHouse flows table")

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -40,16 +41,15 @@ const (
 // whose certificate is not verified; its name says what it risks.
 const sendUnverifiedFlag = "send-credentials-to-unverified-server"
 
-var errUsage = errors.New("usage")
-
-// connFlags say where the stream is and who the caller is.
+// connFlags say where the stream is and who the caller is: kube is the
+// Kubernetes connection (kubectl's flags, on the root command), the rest the
+// flow stream's own.
 type connFlags struct {
-	kubeconfig  string
-	kubecontext string
-	server      string
-	serverName  string
-	caFile      string
-	insecure    bool
+	kube       *genericclioptions.ConfigFlags
+	server     string
+	serverName string
+	caFile     string
+	insecure   bool
 	// sendUnverified: with insecure, send the credentials anyway.
 	sendUnverified bool
 	// streamNamespace is where discovery looks for the Service; empty: the
@@ -57,14 +57,20 @@ type connFlags struct {
 	streamNamespace string
 }
 
-func (c *connFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config); its user's token or client certificate is the credential")
-	fs.StringVar(&c.kubecontext, "context", "", "kubeconfig context (default the current one)")
-	fs.StringVar(&c.server, "server", "", "flow stream address host:port (default: the Service labelled "+serviceLabel+", port "+portName+")")
-	fs.StringVar(&c.serverName, "tls-server-name", "", "name to verify the server certificate against (default <service>.<namespace>.svc, or the --server host)")
-	fs.StringVar(&c.caFile, "ca-file", "", "CA bundle to verify the server certificate (default the system roots)")
-	fs.BoolVar(&c.insecure, "insecure-skip-tls-verify", false, "do not verify the server certificate (the connection is still encrypted); flowctl then refuses to send your credentials unless --"+sendUnverifiedFlag)
-	fs.BoolVar(&c.sendUnverified, sendUnverifiedFlag, false, "with --insecure-skip-tls-verify, send your bearer token or client certificate anyway: whoever answers at the address, or intercepts it, can use the token as you")
+// The flow stream's flags whose kubectl namesakes (--server,
+// --tls-server-name, --insecure-skip-tls-verify) are the API server's.
+const (
+	streamServerFlag   = "stream-server"
+	streamNameFlag     = "stream-tls-server-name"
+	streamInsecureFlag = "stream-insecure-skip-tls-verify"
+)
+
+func (c *connFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.server, streamServerFlag, "", "flow stream address host:port (default: the Service labelled "+serviceLabel+", port "+portName+"); --server is the API server's, as in kubectl")
+	fs.StringVar(&c.serverName, streamNameFlag, "", "name to verify the flow stream's certificate against (default <service>.<namespace>.svc, or the --"+streamServerFlag+" host)")
+	fs.StringVar(&c.caFile, "ca-file", "", "CA bundle to verify the flow stream's certificate (default the system roots)")
+	fs.BoolVar(&c.insecure, streamInsecureFlag, false, "do not verify the flow stream's certificate (the connection is still encrypted); flowctl then refuses to send your credentials unless --"+sendUnverifiedFlag)
+	fs.BoolVar(&c.sendUnverified, sendUnverifiedFlag, false, "with --"+streamInsecureFlag+", send your bearer token or client certificate anyway: whoever answers at the address, or intercepts it, can use the token as you")
 	fs.StringVar(&c.streamNamespace, "flowtel-namespace", "", "Namespace of the flow stream's Service (default: the kubeconfig context's Namespace and "+streamNamespace+"; Services elsewhere are never used)")
 }
 
@@ -88,17 +94,22 @@ func (c *connFlags) dial(ctx context.Context) (*session, error) {
 	// to a server that proved nothing, that is handing it to whoever
 	// answers, or a Service anyone may have labelled.
 	if c.insecure && !c.sendUnverified {
-		return nil, fmt.Errorf("--insecure-skip-tls-verify: refusing to send your credentials (the kubeconfig's bearer token or client certificate) to a server whose certificate is not verified: whoever answers could stream, or use the token, as you. Verify it with --ca-file (and --tls-server-name), or add --%s to accept that risk", sendUnverifiedFlag)
+		return nil, fmt.Errorf("--%s: refusing to send your credentials (the kubeconfig's bearer token or client certificate) to a server whose certificate is not verified: whoever answers could stream, or use the token, as you. Verify it with --ca-file (and --stream-tls-server-name), or add --%s to accept that risk", streamInsecureFlag, sendUnverifiedFlag)
 	}
-	cc, cfg, ns, err := loadKubeconfig(c.kubeconfig, c.kubecontext)
+	cc, cfg, ns, err := loadKube(c.kube)
 	if err != nil {
 		return nil, err
+	}
+	// The stream authenticates the token or certificate itself: it acts on
+	// no impersonation headers.
+	if cfg.Impersonate.UserName != "" || cfg.Impersonate.UID != "" || len(cfg.Impersonate.Groups) > 0 || len(cfg.Impersonate.Extra) > 0 {
+		return nil, errors.New("--as, --as-uid, --as-group, --as-user-extra: the flow stream does not impersonate: it streams as the user whose token or client certificate it receives; use a context (or --token) of the user to stream as")
 	}
 	s := &session{namespace: ns}
 	namespaces := []string{c.streamNamespace}
 	if c.streamNamespace == "" {
 		namespaces = []string{streamNamespace}
-		if cns := contextNamespace(cc, c.kubecontext); cns != "" && cns != streamNamespace {
+		if cns := contextNamespace(cc, *c.kube.Context); cns != "" && cns != streamNamespace {
 			namespaces = []string{cns, streamNamespace}
 		}
 	}
@@ -144,17 +155,16 @@ func (c *connFlags) dial(ctx context.Context) (*session, error) {
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 			BaseDelay: firstRetry, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxRetry}, MinConnectTimeout: 5 * time.Second}))
 	if err != nil {
-		return nil, fmt.Errorf("--server %q: %w", s.target, err)
+		return nil, fmt.Errorf("--%s %q: %w", streamServerFlag, s.target, err)
 	}
 	return s, nil
 }
 
-// loadKubeconfig reads a kubeconfig (path "": $KUBECONFIG, then
-// ~/.kube/config) at a context ("": the current one), and its Namespace.
-func loadKubeconfig(path, context string) (clientcmd.ClientConfig, *rest.Config, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
+// loadKube reads the kubeconfig as kubectl's flags say (--kubeconfig, else
+// $KUBECONFIG, then ~/.kube/config; --context, --user, --token, --server,
+// ...): the REST config and the Namespace (-n, else the context's).
+func loadKube(kube *genericclioptions.ConfigFlags) (clientcmd.ClientConfig, *rest.Config, string, error) {
+	cc := kube.ToRawKubeConfigLoader()
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("kubeconfig: %w", err)
@@ -222,7 +232,7 @@ func contextNamespace(cc clientcmd.ClientConfig, name string) string {
 // discover finds the flow stream's Service by its label in the given
 // Namespaces only (anyone who may create a Service in some Namespace can
 // label it) and returns its ClusterIP address (reachable from inside the
-// cluster; use --server with a port-forward from outside) and its DNS name.
+// cluster; use --stream-server with a port-forward from outside) and its DNS name.
 // Several candidates are an error: flowctl cannot tell which is flowtel's.
 func discover(ctx context.Context, cfg *rest.Config, namespaces []string) (target, name string, err error) {
 	client, err := kubernetes.NewForConfig(cfg)
@@ -252,7 +262,7 @@ func discover(ctx context.Context, cfg *rest.Config, namespaces []string) (targe
 		for i, c := range found {
 			ids[i] = c.id
 		}
-		return "", "", fmt.Errorf("several flow stream Services (label %s, port %s): %s; flowctl cannot tell which is flowtel's (anyone who may create a Service can label it): pass --flowtel-namespace with flowtel's Namespace, or --server host:port",
+		return "", "", fmt.Errorf("several flow stream Services (label %s, port %s): %s; flowctl cannot tell which is flowtel's (anyone who may create a Service can label it): pass --flowtel-namespace with flowtel's Namespace, or --stream-server host:port",
 			serviceLabel, portName, strings.Join(ids, ", "))
 	}
 	msg := fmt.Sprintf("no Service labelled %s with a port named %s in Namespace %s", serviceLabel, portName, strings.Join(namespaces, " or "))
@@ -270,9 +280,9 @@ func discover(ctx context.Context, cfg *rest.Config, namespaces []string) (targe
 		}
 	}
 	if len(elsewhere) > 0 {
-		return "", "", fmt.Errorf("%s; labelled elsewhere: %s, not used unless you name the Namespace: if one is flowtel's, pass --flowtel-namespace with its Namespace, or --server host:port", msg, strings.Join(elsewhere, ", "))
+		return "", "", fmt.Errorf("%s; labelled elsewhere: %s, not used unless you name the Namespace: if one is flowtel's, pass --flowtel-namespace with its Namespace, or --stream-server host:port", msg, strings.Join(elsewhere, ", "))
 	}
-	return "", "", fmt.Errorf("%s: is the flow_stream exporter deployed? If flowtel runs in another Namespace, pass --flowtel-namespace; or --server host:port", msg)
+	return "", "", fmt.Errorf("%s: is the flow_stream exporter deployed? If flowtel runs in another Namespace, pass --flowtel-namespace; or --stream-server host:port", msg)
 }
 
 // streamPort is the ClusterIP address of svc's flow stream port.

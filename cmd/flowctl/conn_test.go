@@ -108,10 +108,10 @@ func TestNoCredentialToAnUnverifiedServer(t *testing.T) {
 		for _, kc := range []string{tokenKC, certKC} {
 			// (ui would serve until interrupted if it started)
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			_, errOut, code := flowctl(cctx, append(cmd, "--kubeconfig", kc, "--server", p.addr, "--insecure-skip-tls-verify")...)
+			_, errOut, code := flowctl(cctx, append(cmd, "--kubeconfig", kc, "--stream-server", p.addr, "--stream-insecure-skip-tls-verify")...)
 			cancel()
 			assert.Equal(t, 1, code, "%v: %s", cmd, errOut)
-			assert.Contains(t, errOut, "--insecure-skip-tls-verify: refusing to send your credentials", cmd)
+			assert.Contains(t, errOut, "--stream-insecure-skip-tls-verify: refusing to send your credentials", cmd)
 			assert.Contains(t, errOut, "--send-credentials-to-unverified-server", cmd)
 		}
 	}
@@ -120,14 +120,14 @@ func TestNoCredentialToAnUnverifiedServer(t *testing.T) {
 	require.Empty(t, certs, "a client certificate went to a server whose certificate was not verified")
 
 	// The opt-out does what it says.
-	_, errOut, code := flowctl(ctx, "observe", "--kubeconfig", tokenKC, "--server", p.addr, "--insecure-skip-tls-verify", "--send-credentials-to-unverified-server")
+	_, errOut, code := flowctl(ctx, "observe", "--kubeconfig", tokenKC, "--stream-server", p.addr, "--stream-insecure-skip-tls-verify", "--send-credentials-to-unverified-server")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "does not serve the flow stream")
 	tokens, _ = p.seen()
 	require.Equal(t, []string{"Bearer secret-token"}, tokens)
 
 	// Verified (the impostor's CA given): the credentials go, as they should to a trusted server.
-	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", certKC, "--server", p.addr, "--ca-file", p.caFile)
+	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", certKC, "--stream-server", p.addr, "--ca-file", p.caFile)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "does not serve the flow stream")
 	_, certs = p.seen()

@@ -34,6 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter"
@@ -165,7 +166,7 @@ func TestObserve(t *testing.T) {
 		record("b-to-c", "ns-b", "api", "ns-c", "db", now.Add(-time.Hour)),
 		record("a-to-a", "ns-a", "web", "ns-a", "cache", now.Add(-time.Minute)))
 	kc := e.user(t, "dev", "ns-a")
-	base := []string{"observe", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca}
+	base := []string{"observe", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca}
 	ctx := context.Background()
 
 	out, errOut, code := flowctl(ctx, append(base, "-n", "ns-a", "-o", "jsonl")...)
@@ -211,13 +212,13 @@ func TestObserve(t *testing.T) {
 	_, errOut, code = flowctl(ctx, append(base, "--cluster-wide", "-f")...)
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "may not watch flows")
-	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", e.cp.Kubeconfig(t, "bogus", "bogus"), "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a")
+	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", e.cp.Kubeconfig(t, "bogus", "bogus"), "--stream-server", e.addr, "--ca-file", e.ca, "-n", "ns-a")
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "not authenticated")
 	_, errOut, code = flowctl(ctx, append(base, "-n", "ns-a", "--direction", "from", "--service", "api")...)
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "invalid request: filters[0].service_names")
-	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", kc, "--server", e.addr, "-n", "ns-a")
+	_, errOut, code = flowctl(ctx, "observe", "--kubeconfig", kc, "--stream-server", e.addr, "-n", "ns-a")
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "unavailable", "an unverified server certificate")
 	_, errOut, code = flowctl(ctx, append(base, "-n", "ns-a", "-o", "yaml")...)
@@ -267,17 +268,17 @@ current-context: test
 `, e.cp.URL, b64(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})), b64(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}))), 0o600))
 		// The CA bundle may still be loading right after start.
 		require.Eventually(t, func() bool {
-			out, _, code := flowctl(ctx, "observe", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-o", "jsonl")
+			out, _, code := flowctl(ctx, "observe", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca, "-o", "jsonl")
 			return code == 0 && strings.Count(out, "\n") >= 2
 		}, 20*time.Second, 200*time.Millisecond, "the context's Namespace (ns-a) is the default scope")
 	})
 
 	t.Run("records", func(t *testing.T) {
-		out, errOut, code := flowctl(ctx, "records", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a",
+		out, errOut, code := flowctl(ctx, "records", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca, "-n", "ns-a",
 			"--srcip", "10.10.0.5", "--dstport", "8080", "--proto", "tcp", "-o", "jsonl")
 		require.Zero(t, code, errOut)
 		require.GreaterOrEqual(t, len(decodeLines(t, out)), 2)
-		out, _, code = flowctl(ctx, "records", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a", "--dstport", "9999", "-o", "jsonl")
+		out, _, code = flowctl(ctx, "records", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca, "-n", "ns-a", "--dstport", "9999", "-o", "jsonl")
 		require.Zero(t, code)
 		require.Empty(t, strings.TrimSpace(out))
 	})
@@ -316,7 +317,7 @@ current-context: test
 		return kc
 	}
 	dial := func(kc, flowtelNamespace string) (string, error) {
-		s, err := (&connFlags{kubeconfig: kc, streamNamespace: flowtelNamespace}).dial(ctx)
+		s, err := (&connFlags{kube: kubeFlags(kc), streamNamespace: flowtelNamespace}).dial(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -344,7 +345,7 @@ current-context: test
 	// The user works in the attacker's Namespace: two candidates, no guess.
 	_, err = dial(kubeconfig("aaa-attacker"), "")
 	require.ErrorContains(t, err, "several flow stream Services (label observability.antrea.io/flow-stream-service=true, port flowstream-grpc): aaa-attacker/flow-stream, flowtel/flowtel-flowstream; flowctl cannot tell which is flowtel's")
-	require.ErrorContains(t, err, "pass --flowtel-namespace with flowtel's Namespace, or --server host:port")
+	require.ErrorContains(t, err, "pass --flowtel-namespace with flowtel's Namespace, or --stream-server host:port")
 	target, err = dial(kubeconfig("aaa-attacker"), "flowtel")
 	require.NoError(t, err)
 	require.Equal(t, flowtel, target, "--flowtel-namespace decides")
@@ -365,3 +366,10 @@ current-context: test
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// kubeFlags are kubectl's connection flags as if given --kubeconfig kc.
+func kubeFlags(kc string) *genericclioptions.ConfigFlags {
+	f := genericclioptions.NewConfigFlags(false)
+	*f.KubeConfig = kc
+	return f
+}

@@ -113,7 +113,7 @@ func TestObserveFollowResumes(t *testing.T) {
 	e := startEnvWith(t, map[string]any{"buffer_size": 64})
 	kc := e.user(t, "dev", "ns-a")
 	p := newCutProxy(t, e.addr)
-	o := startObserver(t, "observe", "--kubeconfig", kc, "--server", p.addr, "--tls-server-name", "127.0.0.1", "--ca-file", e.ca,
+	o := startObserver(t, "observe", "--kubeconfig", kc, "--stream-server", p.addr, "--stream-tls-server-name", "127.0.0.1", "--ca-file", e.ca,
 		"-n", "ns-a", "-f", "-o", "jsonl")
 
 	recs, want := keyed("before", 2)
@@ -166,7 +166,7 @@ func TestObserveFollowResumes(t *testing.T) {
 func TestObserveFollowStopsWhenDenied(t *testing.T) {
 	e := startEnv(t)
 	kc := e.user(t, "nobody")
-	_, errOut, code := flowctl(context.Background(), "observe", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a", "-f")
+	_, errOut, code := flowctl(context.Background(), "observe", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca, "-n", "ns-a", "-f")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "permission denied")
 	require.NotContains(t, errOut, "reconnecting")

@@ -36,7 +36,7 @@ func TestObserveHistory(t *testing.T) {
 	recs = append(recs, record("", "ns-b", "api", "ns-c", "db", start)) // another Namespace's
 	demodata.Write(t, srv, "hist", recs)
 	kc := e.user(t, "historian", "ns-a")
-	base := []string{"--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "-n", "ns-a"}
+	base := []string{"--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca, "-n", "ns-a"}
 	ctx := context.Background()
 
 	out, errOut, code := flowctl(ctx, append([]string{"observe", "-o", "jsonl", "--since", "7d"}, base...)...)

@@ -21,7 +21,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, 2, "Commands:"},
 		{[]string{"watch"}, 2, `unknown command "watch"`},
-		{[]string{"observe", "--nope"}, 2, "flag provided but not defined: -nope"},
+		{[]string{"observe", "--nope"}, 2, "unknown flag: --nope"},
 		{[]string{"observe", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"observe", "-o", "yaml"}, 1, `-o: "yaml" is not table, json or jsonl`},
 		{[]string{"observe", "--flow-type", "sideways"}, 1, `--flow-type: "sideways" is not`},

@@ -16,61 +16,64 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 )
 
 // mapCommand draws who talks to whom: flows from the flow stream (default) or
 // from ClickHouse's flows table (--clickhouse), as a Graphviz graph.
-func mapCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("map", stderr)
-	var conn connFlags
+func mapCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	cmd := newCommand("map", "draw who talks to whom (flow stream or ClickHouse) as Graphviz DOT, SVG or PNG")
+	fs := cmd.Flags()
+	conn := connFlags{kube: kube}
 	var sc scopeFlags
 	conn.register(fs)
-	sc.register(fs)
+	sc.register(fs, kube)
 	var ch clickhouseFlags
 	ch.register(fs, "instead of the flow stream")
 	since := fs.String("since", "1h", "flows that ended after this: a duration (1h, 24h, 7d) or an RFC 3339 time; through the flow stream, older than the gateway holds in memory is read from its flow history")
 	group := fs.String("group", "workload", "what a node of the map is: workload (a Pod's owner, else the Pod) or pod")
-	output := fs.String("o", "-", "output file: .dot or .gv (Graphviz DOT), .svg, .png or .pdf (rendered with Graphviz's dot); - is DOT on stdout")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *group != "workload" && *group != "pod" {
-		return fmt.Errorf("--group: %q is not workload or pod", *group)
-	}
-	format, err := outputFormat(*output)
-	if err != nil {
-		return err
-	}
-	from, err := parseSince(*since, time.Now())
-	if err != nil {
-		return err
-	}
-	g := newGraph(*group == "workload")
-	var title string
-	if ch.url != "" {
-		title = fmt.Sprintf("flows in %s.%s since %s", ch.database, ch.table, from.UTC().Format(time.RFC3339))
-		err = clickhouseFlows(ctx, &ch, from, g.add)
-	} else {
-		title = "flow stream since " + from.UTC().Format(time.RFC3339)
-		err = streamFlows(ctx, conn, sc, from, stderr, g.add)
-	}
-	if err != nil {
-		return err
-	}
-	var dot bytes.Buffer
-	if err := g.writeDOT(&dot, title); err != nil {
-		return err
-	}
-	if *output == "-" {
-		_, err := stdout.Write(dot.Bytes())
-		return err
-	}
-	if err := render(ctx, dot.Bytes(), format, *output); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "flowctl: wrote %s (%d nodes, %d edges)\n", *output, len(g.vertices), len(g.edges))
-	return nil
+	output := fs.StringP("output", "o", "-", "output file: .dot or .gv (Graphviz DOT), .svg, .png or .pdf (rendered with Graphviz's dot); - is DOT on stdout")
+	return runs(cmd, func(ctx context.Context, stdout, stderr io.Writer) error {
+		if *group != "workload" && *group != "pod" {
+			return fmt.Errorf("--group: %q is not workload or pod", *group)
+		}
+		format, err := outputFormat(*output)
+		if err != nil {
+			return err
+		}
+		from, err := parseSince(*since, time.Now())
+		if err != nil {
+			return err
+		}
+		g := newGraph(*group == "workload")
+		var title string
+		if ch.url != "" {
+			title = fmt.Sprintf("flows in %s.%s since %s", ch.database, ch.table, from.UTC().Format(time.RFC3339))
+			err = clickhouseFlows(ctx, &ch, from, g.add)
+		} else {
+			title = "flow stream since " + from.UTC().Format(time.RFC3339)
+			err = streamFlows(ctx, conn, sc, from, stderr, g.add)
+		}
+		if err != nil {
+			return err
+		}
+		var dot bytes.Buffer
+		if err := g.writeDOT(&dot, title); err != nil {
+			return err
+		}
+		if *output == "-" {
+			_, err := stdout.Write(dot.Bytes())
+			return err
+		}
+		if err := render(ctx, dot.Bytes(), format, *output); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "flowctl: wrote %s (%d nodes, %d edges)\n", *output, len(g.vertices), len(g.edges))
+		return nil
+	})
 }
 
 // outputFormat is the Graphviz output format of a file name: "dot" for DOT.

@@ -88,7 +88,7 @@ func TestMapFromTheStream(t *testing.T) {
 	require.NoError(t, err)
 	kc := e.cp.Kubeconfig(t, "ops", tok)
 
-	out, errOut, code := flowctl(context.Background(), "map", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "--cluster-wide", "--since", "10m")
+	out, errOut, code := flowctl(context.Background(), "map", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca, "--cluster-wide", "--since", "10m")
 	require.Zero(t, code, errOut)
 	g := parseDOT(t, out)
 	kinds := map[string]string{}

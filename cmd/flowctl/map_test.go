@@ -312,7 +312,7 @@ func TestMapClickHousePasswordOverPlainHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	for _, u := range []string{"http://192.0.2.1:8123", "http://clickhouse.example:8123"} {
-		_, errOut, code := flowctl(ctx, "map", "--clickhouse", u, "--user", "flows")
+		_, errOut, code := flowctl(ctx, "map", "--clickhouse", u, "--clickhouse-user", "flows")
 		require.Equal(t, 1, code, errOut)
 		require.Contains(t, errOut, "--clickhouse "+u+": refusing to send $CLICKHOUSE_PASSWORD over plain HTTP to a non-loopback host", u)
 		require.Contains(t, errOut, "--send-password-over-plain-http", u)
@@ -322,7 +322,7 @@ func TestMapClickHousePasswordOverPlainHTTP(t *testing.T) {
 		_, got, _ = r.BasicAuth()
 	}))
 	defer srv.Close()
-	_, errOut, code := flowctl(ctx, "map", "--clickhouse", srv.URL, "--user", "flows")
+	_, errOut, code := flowctl(ctx, "map", "--clickhouse", srv.URL, "--clickhouse-user", "flows")
 	require.Zero(t, code, errOut)
 	require.Equal(t, "s3cret", got, "loopback: a port-forward")
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"bufio"
 	"context"
 	"encoding/json"
@@ -37,72 +39,72 @@ var summary = []struct{ row, suffix string }{
 }
 
 // metrics prints the record counters of a collector's own telemetry.
-func metrics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("metrics", stderr)
+func metricsCommand() *cobra.Command {
+	cmd := newCommand("metrics", "print a collector's record counters (received, exported, dropped, pending)")
+	fs := cmd.Flags()
 	url := fs.String("url", "http://127.0.0.1:8888/metrics", "the collector's Prometheus telemetry endpoint (kubectl port-forward to port 8888 of a gateway)")
-	output := fs.String("o", "table", "output: table or json")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *output != "table" && *output != "json" {
-		return fmt.Errorf("-o: %q is not table or json", *output)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)
-	if err != nil {
-		return fmt.Errorf("--url: %w", err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w (is the collector's telemetry reachable?)", *url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("reading %s: %s", *url, resp.Status)
-	}
-	all, err := parseExposition(resp.Body)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", *url, err)
-	}
-	rows := map[string]float64{}
-	var order []string
-	for _, s := range summary {
-		var sum float64
-		found := false
-		for _, x := range all {
-			if strings.HasSuffix(x.Name, s.suffix) {
-				sum += x.Value
-				found = true
+	output := fs.StringP("output", "o", "table", "output: table or json")
+	return runs(cmd, func(ctx context.Context, stdout, stderr io.Writer) error {
+		if *output != "table" && *output != "json" {
+			return fmt.Errorf("-o: %q is not table or json", *output)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)
+		if err != nil {
+			return fmt.Errorf("--url: %w", err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w (is the collector's telemetry reachable?)", *url, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("reading %s: %s", *url, resp.Status)
+		}
+		all, err := parseExposition(resp.Body)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", *url, err)
+		}
+		rows := map[string]float64{}
+		var order []string
+		for _, s := range summary {
+			var sum float64
+			found := false
+			for _, x := range all {
+				if strings.HasSuffix(x.Name, s.suffix) {
+					sum += x.Value
+					found = true
+				}
+			}
+			if found {
+				rows[s.row] = sum
+				order = append(order, s.row)
 			}
 		}
-		if found {
-			rows[s.row] = sum
-			order = append(order, s.row)
+		var flowtel []series
+		for _, x := range all {
+			if strings.Contains(x.Name, "flow") {
+				flowtel = append(flowtel, x)
+			}
 		}
-	}
-	var flowtel []series
-	for _, x := range all {
-		if strings.Contains(x.Name, "flow") {
-			flowtel = append(flowtel, x)
+		if *output == "json" {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(map[string]any{"summary": rows, "series": flowtel})
 		}
-	}
-	if *output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"summary": rows, "series": flowtel})
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-	for _, r := range order {
-		fmt.Fprintf(tw, "%s\t%s\n", r, strconv.FormatFloat(rows[r], 'f', -1, 64))
-	}
-	if len(flowtel) > 0 {
-		fmt.Fprintln(tw, "\nSERIES\tVALUE")
-		for _, x := range flowtel {
-			fmt.Fprintf(tw, "%s%s\t%s\n", x.Name, labelText(x.Labels), strconv.FormatFloat(x.Value, 'f', -1, 64))
+		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+		for _, r := range order {
+			fmt.Fprintf(tw, "%s\t%s\n", r, strconv.FormatFloat(rows[r], 'f', -1, 64))
 		}
-	}
-	return tw.Flush()
+		if len(flowtel) > 0 {
+			fmt.Fprintln(tw, "\nSERIES\tVALUE")
+			for _, x := range flowtel {
+				fmt.Fprintf(tw, "%s%s\t%s\n", x.Name, labelText(x.Labels), strconv.FormatFloat(x.Value, 'f', -1, 64))
+			}
+		}
+		return tw.Flush()
+	})
 }
 
 func labelText(l map[string]string) string {

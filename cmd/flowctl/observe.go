@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -11,7 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 )
@@ -20,6 +22,7 @@ import (
 type list []string
 
 func (l *list) String() string { return strings.Join(*l, ",") }
+func (l *list) Type() string   { return "strings" }
 func (l *list) Set(v string) error {
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -42,27 +45,37 @@ var directions = map[string]pb.FlowFilterDirection{
 	"to":   pb.FlowFilterDirection_FLOW_FILTER_DIRECTION_TO,
 }
 
-// scopeFlags select what the stream is opened for.
+// scopeFlags select what the stream is opened for: a Namespace (-n,
+// kubectl's flag on the root command, else the kubeconfig context's) or
+// every one.
 type scopeFlags struct {
-	namespace   string
+	kube        *genericclioptions.ConfigFlags
+	namespace   string // what -n gave, when there is no kube
 	clusterWide bool
 }
 
-func (s *scopeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&s.namespace, "n", "", "Namespace to observe (default the kubeconfig context's)")
-	fs.StringVar(&s.namespace, "namespace", "", "same as -n")
-	fs.BoolVar(&s.clusterWide, "cluster-wide", false, "observe every Namespace, and flows with none (needs a ClusterRoleBinding)")
+// given is the Namespace -n names, if any.
+func (s *scopeFlags) given() string {
+	if s.namespace == "" && s.kube != nil {
+		return *s.kube.Namespace
+	}
+	return s.namespace
+}
+
+func (s *scopeFlags) register(fs *pflag.FlagSet, kube *genericclioptions.ConfigFlags) {
+	s.kube = kube
+	fs.BoolVar(&s.clusterWide, "cluster-wide", false, "every Namespace, and flows with none (needs a ClusterRoleBinding); -n is one Namespace (default the kubeconfig context's)")
 }
 
 func (s *scopeFlags) apply(req *pb.GetFlowsRequest, sess *session) error {
 	if s.clusterWide {
-		if s.namespace != "" {
+		if s.given() != "" {
 			return errors.New("-n and --cluster-wide exclude each other")
 		}
 		req.ClusterWide = true
 		return nil
 	}
-	ns := s.namespace
+	ns := s.given()
 	if ns == "" {
 		ns = sess.namespace
 	}
@@ -70,39 +83,20 @@ func (s *scopeFlags) apply(req *pb.GetFlowsRequest, sess *session) error {
 	return nil
 }
 
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("flowctl "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errUsage
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
-		return errUsage
-	}
-	return nil
-}
-
-func observe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("observe", stderr)
-	var conn connFlags
+// observeCommand streams flows: history, then live ones with -f.
+func observeCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	cmd := newCommand("observe", "stream flows: history, then live ones with -f")
+	fs := cmd.Flags()
+	conn := connFlags{kube: kube}
 	var sc scopeFlags
 	var pods, services, types, ips list
 	var selector, direction, since string
 	var last, maxCount uint
 	var follow bool
 	conn.register(fs)
-	sc.register(fs)
+	sc.register(fs, kube)
 	fs.Var(&pods, "pod", "Pod name (repeatable, OR-ed)")
-	fs.StringVar(&selector, "l", "", "label selector against the Pods' labels")
-	fs.StringVar(&selector, "selector", "", "same as -l")
+	fs.StringVarP(&selector, "selector", "l", "", "label selector against the Pods' labels")
 	fs.Var(&services, "service", "Service name (repeatable, OR-ed; destination side)")
 	fs.Var(&types, "flow-type", "intra-node, inter-node, to-external or from-external (repeatable)")
 	fs.Var(&ips, "ip", "IP address or CIDR (repeatable)")
@@ -110,70 +104,72 @@ func observe(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&since, "since", "", "only flows that ended after this: a duration (5m, 7d) or an RFC 3339 time; older than the gateway holds in memory is read from its flow history")
 	fs.UintVar(&last, "last", 0, "print only the N most recent flows of the history (not with -f)")
 	fs.UintVar(&maxCount, "max-count", 0, "stop after N flows (the server's max_count)")
-	fs.BoolVar(&follow, "f", false, "follow: after the history, print live flows until interrupted")
-	fs.BoolVar(&follow, "follow", false, "same as -f")
-	out, err := parseWithOutput(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if last > 0 && follow {
-		return errors.New("--last and -f exclude each other: --since bounds the history of a following stream")
-	}
-	filter := &pb.FlowFilter{PodNames: pods, PodLabelSelector: selector, ServiceNames: services, Ips: ips}
-	d, ok := directions[direction]
-	if !ok {
-		return fmt.Errorf("--direction: %q is not both, from or to", direction)
-	}
-	filter.Direction = d
-	for _, t := range types {
-		ft, ok := flowTypes[t]
-		if !ok {
-			return fmt.Errorf("--flow-type: %q is not intra-node, inter-node, to-external or from-external", t)
-		}
-		filter.FlowTypes = append(filter.FlowTypes, ft)
-	}
-	for _, ip := range ips {
-		if _, err := netip.ParsePrefix(ip); err != nil {
-			if _, err := netip.ParseAddr(ip); err != nil {
-				return fmt.Errorf("--ip: %q is not an IP address or CIDR", ip)
-			}
-		}
-	}
-	req := &pb.GetFlowsRequest{Follow: follow, MaxCount: uint32(maxCount), Filters: []*pb.FlowFilter{filter}}
-	if since != "" {
-		t, err := parseSince(since, time.Now())
+	fs.BoolVarP(&follow, "follow", "f", false, "follow: after the history, print live flows until interrupted")
+	output := outputFlag(fs)
+	return runs(cmd, func(ctx context.Context, stdout, stderr io.Writer) error {
+		out, err := newPrinter(*output, stdout)
 		if err != nil {
 			return err
 		}
-		req.Since = timestamppb.New(t)
-	}
-	sess, err := conn.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer sess.conn.Close()
-	if err := sc.apply(req, sess); err != nil {
-		return err
-	}
-	var tail []*pb.Flow
-	r := &reader{sess: sess, req: req, stderr: stderr, gap: out.gap}
-	err = r.run(ctx, func(flows []*pb.Flow) error {
-		if last > 0 {
-			tail = append(tail, flows...)
-			if extra := len(tail) - int(last); extra > 0 {
-				tail = tail[extra:]
-			}
-			return nil
+		if last > 0 && follow {
+			return errors.New("--last and -f exclude each other: --since bounds the history of a following stream")
 		}
-		return out.print(flows)
+		filter := &pb.FlowFilter{PodNames: pods, PodLabelSelector: selector, ServiceNames: services, Ips: ips}
+		d, ok := directions[direction]
+		if !ok {
+			return fmt.Errorf("--direction: %q is not both, from or to", direction)
+		}
+		filter.Direction = d
+		for _, t := range types {
+			ft, ok := flowTypes[t]
+			if !ok {
+				return fmt.Errorf("--flow-type: %q is not intra-node, inter-node, to-external or from-external", t)
+			}
+			filter.FlowTypes = append(filter.FlowTypes, ft)
+		}
+		for _, ip := range ips {
+			if _, err := netip.ParsePrefix(ip); err != nil {
+				if _, err := netip.ParseAddr(ip); err != nil {
+					return fmt.Errorf("--ip: %q is not an IP address or CIDR", ip)
+				}
+			}
+		}
+		req := &pb.GetFlowsRequest{Follow: follow, MaxCount: uint32(maxCount), Filters: []*pb.FlowFilter{filter}}
+		if since != "" {
+			t, err := parseSince(since, time.Now())
+			if err != nil {
+				return err
+			}
+			req.Since = timestamppb.New(t)
+		}
+		sess, err := conn.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer sess.conn.Close()
+		if err := sc.apply(req, sess); err != nil {
+			return err
+		}
+		var tail []*pb.Flow
+		r := &reader{sess: sess, req: req, stderr: stderr, gap: out.gap}
+		err = r.run(ctx, func(flows []*pb.Flow) error {
+			if last > 0 {
+				tail = append(tail, flows...)
+				if extra := len(tail) - int(last); extra > 0 {
+					tail = tail[extra:]
+				}
+				return nil
+			}
+			return out.print(flows)
+		})
+		if err != nil {
+			return err
+		}
+		if last > 0 {
+			return out.print(tail)
+		}
+		return out.flush()
 	})
-	if err != nil {
-		return err
-	}
-	if last > 0 {
-		return out.print(tail)
-	}
-	return out.flush()
 }
 
 func parseSince(s string, now time.Time) (time.Time, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
@@ -32,13 +32,9 @@ func newPrinter(format string, w io.Writer) (*printer, error) {
 	return &printer{format: format, w: w, tw: tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)}, nil
 }
 
-// parseWithOutput registers -o, parses the command line and returns the printer.
-func parseWithOutput(fs *flag.FlagSet, args []string, stdout io.Writer) (*printer, error) {
-	output := fs.String("o", "table", "output: table, json or jsonl")
-	if err := parse(fs, args); err != nil {
-		return nil, err
-	}
-	return newPrinter(*output, stdout)
+// outputFlag registers -o/--output for table, json or jsonl.
+func outputFlag(fs *pflag.FlagSet) *string {
+	return fs.StringP("output", "o", "table", "output: table, json or jsonl")
 }
 
 func (p *printer) print(flows []*pb.Flow) error {

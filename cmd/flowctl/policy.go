@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -16,6 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	policyclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 
@@ -23,32 +25,13 @@ import (
 	"github.com/flowtel/flowtel/internal/policyinsight"
 )
 
-const policyUsage = `flowctl policy evaluates network policies against the connections recorded in ClickHouse.
-
-Commands:
-  what-if     the recorded connections a policy draft would deny or admit anew
-  recommend   least-privilege NetworkPolicies for a Namespace from its recorded connections
-
-Run "flowctl policy <command> -h" for its flags.
-`
-
-// policyCommand runs flowctl policy what-if and recommend (internal/policyinsight).
-func policyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, policyUsage)
-		return errUsage
-	}
-	switch args[0] {
-	case "what-if":
-		return whatIfCommand(ctx, args[1:], stdout, stderr)
-	case "recommend":
-		return recommendCommand(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, policyUsage)
-		return nil
-	}
-	fmt.Fprintf(stderr, "flowctl policy: unknown command %q\n\n%s", args[0], policyUsage)
-	return errUsage
+// policyCommand holds flowctl policy what-if and recommend (internal/policyinsight).
+func policyCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	cmd := &cobra.Command{Use: "policy", Short: "what-if of a policy draft, and recommended policies, over the connections in ClickHouse",
+		Long: "flowctl policy evaluates network policies against the connections recorded in ClickHouse (or, with what-if --follow, the flow stream).",
+		Args: cobra.ArbitraryArgs, RunE: group}
+	cmd.AddCommand(whatIfCommand(kube), recommendCommand(kube))
+	return cmd
 }
 
 // policyFlags are what both subcommands read: the API server (kubeconfig),
@@ -64,12 +47,10 @@ type policyFlags struct {
 
 // register adds the flags; stream adds the flow stream's too (what-if
 // --follow reads it).
-func (p *policyFlags) register(fs *flag.FlagSet, since string, stream bool) {
+func (p *policyFlags) register(fs *pflag.FlagSet, kube *genericclioptions.ConfigFlags, since string, stream bool) {
+	p.conn.kube = kube
 	if stream {
 		p.conn.register(fs)
-	} else {
-		fs.StringVar(&p.conn.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config): the policies and Namespaces are read as its user")
-		fs.StringVar(&p.conn.kubecontext, "context", "", "kubeconfig context (default the current one)")
 	}
 	p.ch.register(fs, "(required, but with --follow)")
 	fs.StringVar(&p.since, "since", since, "connections that ended after this: a duration (24h, 7d) or an RFC 3339 time")
@@ -93,7 +74,7 @@ func (p *policyFlags) check(follow bool) error {
 // ("" every Namespace) since the window's start. contextNS is the
 // kubeconfig context's Namespace.
 func (p *policyFlags) load(ctx context.Context, namespace func(contextNS string) (string, error)) (snap *policyinsight.Snapshot, rec *policyinsight.Recording, ns string, err error) {
-	_, cfg, contextNS, err := loadKubeconfig(p.conn.kubeconfig, p.conn.kubecontext)
+	_, cfg, contextNS, err := loadKube(p.conn.kube)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -196,12 +177,12 @@ func addRow(rec *policyinsight.Recording, r map[string]json.RawMessage) error {
 // scopeNamespace resolves -n / --cluster-wide ("" is every Namespace).
 func scopeNamespace(sc *scopeFlags, contextNS string) (string, error) {
 	if sc.clusterWide {
-		if sc.namespace != "" {
+		if sc.given() != "" {
 			return "", errors.New("-n and --cluster-wide exclude each other")
 		}
 		return "", nil
 	}
-	ns := sc.namespace
+	ns := sc.given()
 	if ns == "" {
 		ns = contextNS
 	}
@@ -213,81 +194,81 @@ func scopeNamespace(sc *scopeFlags, contextNS string) (string, error) {
 
 // whatIfCommand prints the recorded connections whose verdict a draft
 // would change; it fails when the draft would deny any.
-func whatIfCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("policy what-if", stderr)
+func whatIfCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	cmd := newCommand("what-if", "the recorded connections a policy draft would deny or admit anew (exit 1 when it would deny any)")
+	fs := cmd.Flags()
 	var pf policyFlags
 	var sc scopeFlags
-	pf.register(fs, "24h", true)
-	sc.register(fs)
+	pf.register(fs, kube, "24h", true)
+	sc.register(fs, kube)
 	follow := fs.Bool("follow", false, "read the flow stream (its history since --since, then live flows until interrupted) instead of ClickHouse, and print each changed verdict when its flow first appears")
-	draftFile := fs.String("f", "", "the draft: YAML or JSON NetworkPolicies, AdminNetworkPolicies, BaselineAdminNetworkPolicies to create or change, or to delete (annotated "+policyinsight.DeleteAnnotation+": delete); - is stdin")
-	output := fs.String("o", "table", "output: table or json")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *output != "table" && *output != "json" {
-		return fmt.Errorf("-o: %q is not table or json", *output)
-	}
-	if *draftFile == "" {
-		return errors.New("-f: the draft is required")
-	}
-	if err := pf.check(*follow); err != nil {
-		return err
-	}
-	var in io.Reader = os.Stdin
-	if *draftFile != "-" {
-		f, err := os.Open(*draftFile)
-		if err != nil {
-			return fmt.Errorf("-f: %w", err)
+	draftFile := fs.StringP("filename", "f", "", "the draft: YAML or JSON NetworkPolicies, AdminNetworkPolicies, BaselineAdminNetworkPolicies to create or change, or to delete (annotated "+policyinsight.DeleteAnnotation+": delete); - is stdin")
+	output := fs.StringP("output", "o", "table", "output: table or json")
+	return runs(cmd, func(ctx context.Context, stdout, stderr io.Writer) error {
+		if *output != "table" && *output != "json" {
+			return fmt.Errorf("-o: %q is not table or json", *output)
 		}
-		defer f.Close()
-		in = f
-	}
-	var draft *policyinsight.Draft
-	snap, rec, ns, err := pf.load(ctx, func(contextNS string) (string, error) {
-		ns, err := scopeNamespace(&sc, contextNS)
-		if err != nil {
-			return "", err
+		if *draftFile == "" {
+			return errors.New("-f: the draft is required")
 		}
-		// A NetworkPolicy of the draft without a Namespace is in the scope's.
-		draft, err = policyinsight.ParseDraft(in, cmp.Or(ns, contextNS))
-		return ns, err
+		if err := pf.check(*follow); err != nil {
+			return err
+		}
+		var in io.Reader = os.Stdin
+		if *draftFile != "-" {
+			f, err := os.Open(*draftFile)
+			if err != nil {
+				return fmt.Errorf("-f: %w", err)
+			}
+			defer f.Close()
+			in = f
+		}
+		var draft *policyinsight.Draft
+		snap, rec, ns, err := pf.load(ctx, func(contextNS string) (string, error) {
+			ns, err := scopeNamespace(&sc, contextNS)
+			if err != nil {
+				return "", err
+			}
+			// A NetworkPolicy of the draft without a Namespace is in the scope's.
+			draft, err = policyinsight.ParseDraft(in, cmp.Or(ns, contextNS))
+			return ns, err
+		})
+		if err != nil {
+			return err
+		}
+		if *follow {
+			ev, err := policyinsight.NewEvaluator(snap, draft)
+			if err != nil {
+				return err
+			}
+			return followWhatIf(ctx, &pf, &sc, ev, *output == "json", stdout, stderr)
+		}
+		rep, err := policyinsight.WhatIf(snap, draft, rec.Flows())
+		if err != nil {
+			return err
+		}
+		scope := "every Namespace"
+		if ns != "" {
+			scope = "Namespace " + ns
+		}
+		fmt.Fprintf(stderr, "flowctl: %d recorded connections (%s, since %s) against %d policies with the draft's %d changes\n",
+			rep.Connections, scope, pf.from.UTC().Format(time.RFC3339), snap.Len(), len(draft.Refs()))
+		if *output == "json" {
+			b, err := json.MarshalIndent(rep, "", "  ")
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(stdout, "%s\n", b); err != nil {
+				return err
+			}
+		} else if err := writeChanges(stdout, rep.Changes); err != nil {
+			return err
+		}
+		if n := rep.NewlyDenied(); n > 0 {
+			return fmt.Errorf("the draft would deny %d recorded connections the cluster's policies admit", n)
+		}
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if *follow {
-		ev, err := policyinsight.NewEvaluator(snap, draft)
-		if err != nil {
-			return err
-		}
-		return followWhatIf(ctx, &pf, &sc, ev, *output == "json", stdout, stderr)
-	}
-	rep, err := policyinsight.WhatIf(snap, draft, rec.Flows())
-	if err != nil {
-		return err
-	}
-	scope := "every Namespace"
-	if ns != "" {
-		scope = "Namespace " + ns
-	}
-	fmt.Fprintf(stderr, "flowctl: %d recorded connections (%s, since %s) against %d policies with the draft's %d changes\n",
-		rep.Connections, scope, pf.from.UTC().Format(time.RFC3339), snap.Len(), len(draft.Refs()))
-	if *output == "json" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(stdout, "%s\n", b); err != nil {
-			return err
-		}
-	} else if err := writeChanges(stdout, rep.Changes); err != nil {
-		return err
-	}
-	if n := rep.NewlyDenied(); n > 0 {
-		return fmt.Errorf("the draft would deny %d recorded connections the cluster's policies admit", n)
-	}
-	return nil
 }
 
 // writeChanges prints the changes as a table.
@@ -336,68 +317,66 @@ func ruleText(r policyinsight.Rule) string {
 
 // recommendCommand writes least-privilege policies for a Namespace, and
 // verifies them by what-if over the same window.
-func recommendCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("policy recommend", stderr)
+func recommendCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	cmd := newCommand("recommend", "least-privilege NetworkPolicies or AdminNetworkPolicies for a Namespace (-n) from its recorded connections")
+	fs := cmd.Flags()
 	var pf policyFlags
-	pf.register(fs, "7d", false)
-	namespace := fs.String("n", "", "Namespace to recommend policies for (default the kubeconfig context's)")
-	fs.StringVar(namespace, "namespace", "", "same as -n")
+	pf.register(fs, kube, "7d", false)
 	isolation := fs.String("isolation", "applied", "applied: isolate only the workloads seen; all: also deny every other Pod of the Namespace (a default-deny policy)")
 	kind := fs.String("kind", "np", "policy kind: np (NetworkPolicy per workload) or anp (AdminNetworkPolicy per workload)")
 	priority := fs.Int("priority", 100, "with --kind anp: the first AdminNetworkPolicy's priority, the next workload's one more")
 	minObserved := fs.Duration("min-observed", time.Hour, "a workload seen for less than this gets no policy with --isolation applied, and one with a note with all")
-	output := fs.String("o", "-", "output file for the YAML; - is stdout")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	iso := policyinsight.Isolation(*isolation)
-	if iso != policyinsight.IsolateApplied && iso != policyinsight.IsolateAll {
-		return fmt.Errorf("--isolation: %q is not applied or all", *isolation)
-	}
-	if *kind != policyinsight.RecommendNetworkPolicies && *kind != policyinsight.RecommendAdminPolicies {
-		return fmt.Errorf("--kind: %q is not np or anp", *kind)
-	}
-	if *priority < 0 || *priority > 1000 {
-		return fmt.Errorf("--priority: %d is not in 0..1000 (the AdminNetworkPolicy API's range)", *priority)
-	}
-	if err := pf.check(false); err != nil {
-		return err
-	}
-	sc := scopeFlags{namespace: *namespace}
-	snap, rec, ns, err := pf.load(ctx, func(contextNS string) (string, error) { return scopeNamespace(&sc, contextNS) })
-	if err != nil {
-		return err
-	}
-	r := policyinsight.Recommend(ns, rec.Flows(), policyinsight.RecommendOptions{Isolation: iso, MinObserved: *minObserved,
-		Kind: *kind, Priority: int32(*priority)})
-	for _, n := range r.Notes {
-		fmt.Fprintln(stderr, "flowctl: note:", n)
-	}
-	// The verification: the cluster with the recommendation, over the
-	// same connections.
-	rep, err := policyinsight.WhatIf(snap, r.Draft(), rec.Flows())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "flowctl: %d policies for Namespace %s from %d recorded connections since %s; what-if over them: %d newly denied\n",
-		len(r.Policies)+len(r.AdminPolicies), ns, rep.Connections, pf.from.UTC().Format(time.RFC3339), rep.NewlyDenied())
-	y, err := r.YAML()
-	if err != nil {
-		return err
-	}
-	if *output == "-" {
-		_, err = stdout.Write(y)
-	} else {
-		err = os.WriteFile(*output, y, 0o644)
-	}
-	if err != nil {
-		return err
-	}
-	if n := rep.NewlyDenied(); n > 0 {
-		if err := writeChanges(stderr, rep.Changes); err != nil {
+	output := fs.StringP("output", "o", "-", "output file for the YAML; - is stdout")
+	return runs(cmd, func(ctx context.Context, stdout, stderr io.Writer) error {
+		iso := policyinsight.Isolation(*isolation)
+		if iso != policyinsight.IsolateApplied && iso != policyinsight.IsolateAll {
+			return fmt.Errorf("--isolation: %q is not applied or all", *isolation)
+		}
+		if *kind != policyinsight.RecommendNetworkPolicies && *kind != policyinsight.RecommendAdminPolicies {
+			return fmt.Errorf("--kind: %q is not np or anp", *kind)
+		}
+		if *priority < 0 || *priority > 1000 {
+			return fmt.Errorf("--priority: %d is not in 0..1000 (the AdminNetworkPolicy API's range)", *priority)
+		}
+		if err := pf.check(false); err != nil {
 			return err
 		}
-		return fmt.Errorf("the recommendation would deny %d recorded connections (with the cluster's other policies)", n)
-	}
-	return nil
+		sc := scopeFlags{kube: kube}
+		snap, rec, ns, err := pf.load(ctx, func(contextNS string) (string, error) { return scopeNamespace(&sc, contextNS) })
+		if err != nil {
+			return err
+		}
+		r := policyinsight.Recommend(ns, rec.Flows(), policyinsight.RecommendOptions{Isolation: iso, MinObserved: *minObserved,
+			Kind: *kind, Priority: int32(*priority)})
+		for _, n := range r.Notes {
+			fmt.Fprintln(stderr, "flowctl: note:", n)
+		}
+		// The verification: the cluster with the recommendation, over the
+		// same connections.
+		rep, err := policyinsight.WhatIf(snap, r.Draft(), rec.Flows())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "flowctl: %d policies for Namespace %s from %d recorded connections since %s; what-if over them: %d newly denied\n",
+			len(r.Policies)+len(r.AdminPolicies), ns, rep.Connections, pf.from.UTC().Format(time.RFC3339), rep.NewlyDenied())
+		y, err := r.YAML()
+		if err != nil {
+			return err
+		}
+		if *output == "-" {
+			_, err = stdout.Write(y)
+		} else {
+			err = os.WriteFile(*output, y, 0o644)
+		}
+		if err != nil {
+			return err
+		}
+		if n := rep.NewlyDenied(); n > 0 {
+			if err := writeChanges(stderr, rep.Changes); err != nil {
+				return err
+			}
+			return fmt.Errorf("the recommendation would deny %d recorded connections (with the cluster's other policies)", n)
+		}
+		return nil
+	})
 }

@@ -54,7 +54,7 @@ spec:
 	e.push(t, conn(client, web, 40001, 8080), conn(client, db, 40002, 5432), conn(client, db, 40002, 5432), conn(client, db, 40003, 5432))
 
 	kc := e.cp.Kubeconfig(t, "admin", e.cp.AdminToken)
-	o := startObserver(t, "policy", "what-if", "-f", draft, "--follow", "--cluster-wide", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca)
+	o := startObserver(t, "policy", "what-if", "-f", draft, "--follow", "--cluster-wide", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca)
 	assert.Equal(t, []string{
 		"CHANGE  SOURCE  DESTINATION  PORT  DECIDED BY",
 		"admitted -> denied  default/Pod/client-1  default/Pod/db-1  TCP/5432  ingress: NetworkPolicy default/db-from-web (no rule admits it)",

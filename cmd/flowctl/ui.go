@@ -14,12 +14,15 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 )
@@ -30,61 +33,100 @@ var uiFiles embed.FS
 // uiCommand serves the web view: a page on this machine that follows the
 // flow stream as the kubeconfig's user (the stream's RBAC applies as to
 // observe) and draws who talks to whom and the flows table, live.
-func uiCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("ui", stderr)
-	var conn connFlags
+func uiCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
+	cmd := newCommand("ui", "serve a live web view (map and flows table) of the flow stream on this machine")
+	fs := cmd.Flags()
+	conn := connFlags{kube: kube}
 	conn.register(fs)
 	listen := fs.String("listen", "127.0.0.1:8080", "address the page is served on: a loopback address (the page streams as you), unless --"+remotePlainHTTPFlag)
 	remote := fs.Bool(remotePlainHTTPFlag, false, "allow a non-loopback --listen: the page, its key and your flows then travel over plain HTTP, and whoever reads the key on the way streams as you")
 	group := fs.String("group", "workload", "what a node of the map is: workload (a Pod's owner, else the Pod) or pod")
-	if err := parse(fs, args); err != nil {
-		return err
+	var sc scopeFlags
+	sc.register(fs, kube)
+	since := fs.String("since", "", "the page starts with the flows that ended after this (a duration, 1h or 7d, or an RFC 3339 time; older than the gateway holds in memory is read from its flow history), then live ones; with -n or --cluster-wide it opens on that scope")
+	return runs(cmd, func(ctx context.Context, stdout, stderr io.Writer) error {
+		start, err := uiStart(sc, *since)
+		if err != nil {
+			return err
+		}
+		if *group != "workload" && *group != "pod" {
+			return fmt.Errorf("--group: %q is not workload or pod", *group)
+		}
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			return fmt.Errorf("--listen: %w", err)
+		}
+		defer ln.Close()
+		addr := ln.Addr().(*net.TCPAddr)
+		// The bound address decides (a name may resolve anywhere; ":8080" is every interface).
+		if !addr.IP.IsLoopback() && !*remote {
+			return fmt.Errorf("--listen %s: not a loopback address: the page, its key and your flows would travel over plain HTTP to anyone who can reach %s. Keep it on 127.0.0.1 or [::1] (from another machine: ssh -L 8080:127.0.0.1:8080), or add --%s to accept that",
+				*listen, addr, remotePlainHTTPFlag)
+		}
+		sess, err := conn.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer sess.conn.Close()
+		secret := make([]byte, 16)
+		_, _ = rand.Read(secret)
+		host, _, _ := net.SplitHostPort(*listen)
+		u := &uiServer{sess: sess, secret: hex.EncodeToString(secret), byWorkload: *group == "workload",
+			hosts: allowedHosts(host, addr), port: strconv.Itoa(addr.Port), anyAddress: addr.IP.IsUnspecified()}
+		srv := &http.Server{Handler: u.routes(), ReadHeaderTimeout: 10 * time.Second,
+			// Interrupting flowctl ends the pages' streams too.
+			BaseContext: func(net.Listener) context.Context { return ctx }}
+		shown := addr.String()
+		if addr.IP.IsUnspecified() {
+			shown = net.JoinHostPort("127.0.0.1", u.port)
+		}
+		if !addr.IP.IsLoopback() {
+			fmt.Fprintf(stderr, "flowctl: WARNING: serving on %s over plain HTTP (--%s): the key below and your flows travel unencrypted; whoever reads the key streams as you\n", addr, remotePlainHTTPFlag)
+		}
+		fmt.Fprintf(stderr, "flowctl: the flow view is at http://%s/?%s (streaming as the kubeconfig's user; Ctrl-C ends it)\n", shown, startQuery(u.secret, start))
+		go func() {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+}
+
+// uiStart is the page's query for the scope and history flowctl ui was
+// started with (-n or --cluster-wide, --since): the printed address carries
+// it, so the page opens on it. The since is kept as given (a duration is
+// then from each time the page asks): it is checked here.
+func uiStart(sc scopeFlags, since string) (url.Values, error) {
+	q := url.Values{}
+	switch {
+	case sc.clusterWide && sc.given() != "":
+		return nil, errors.New("-n and --cluster-wide exclude each other")
+	case sc.clusterWide:
+		q.Set("clusterWide", "true")
+	case sc.given() != "":
+		q.Set("namespace", sc.given())
 	}
-	if *group != "workload" && *group != "pod" {
-		return fmt.Errorf("--group: %q is not workload or pod", *group)
+	if since != "" {
+		if _, err := parseSince(since, time.Now()); err != nil {
+			return nil, err
+		}
+		q.Set("since", since)
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
+	return q, nil
+}
+
+// startQuery is the printed address's query: the key first, then the start.
+func startQuery(key string, start url.Values) string {
+	s := "key=" + url.QueryEscape(key)
+	if len(start) > 0 {
+		s += "&" + start.Encode()
 	}
-	defer ln.Close()
-	addr := ln.Addr().(*net.TCPAddr)
-	// The bound address decides (a name may resolve anywhere; ":8080" is every interface).
-	if !addr.IP.IsLoopback() && !*remote {
-		return fmt.Errorf("--listen %s: not a loopback address: the page, its key and your flows would travel over plain HTTP to anyone who can reach %s. Keep it on 127.0.0.1 or [::1] (from another machine: ssh -L 8080:127.0.0.1:8080), or add --%s to accept that",
-			*listen, addr, remotePlainHTTPFlag)
-	}
-	sess, err := conn.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer sess.conn.Close()
-	secret := make([]byte, 16)
-	_, _ = rand.Read(secret)
-	host, _, _ := net.SplitHostPort(*listen)
-	u := &uiServer{sess: sess, secret: hex.EncodeToString(secret), byWorkload: *group == "workload",
-		hosts: allowedHosts(host, addr), port: strconv.Itoa(addr.Port), anyAddress: addr.IP.IsUnspecified()}
-	srv := &http.Server{Handler: u.routes(), ReadHeaderTimeout: 10 * time.Second,
-		// Interrupting flowctl ends the pages' streams too.
-		BaseContext: func(net.Listener) context.Context { return ctx }}
-	shown := addr.String()
-	if addr.IP.IsUnspecified() {
-		shown = net.JoinHostPort("127.0.0.1", u.port)
-	}
-	if !addr.IP.IsLoopback() {
-		fmt.Fprintf(stderr, "flowctl: WARNING: serving on %s over plain HTTP (--%s): the key below and your flows travel unencrypted; whoever reads the key streams as you\n", addr, remotePlainHTTPFlag)
-	}
-	fmt.Fprintf(stderr, "flowctl: the flow view is at http://%s/?key=%s (streaming as the kubeconfig's user; Ctrl-C ends it)\n", shown, u.secret)
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return s
 }
 
 // remotePlainHTTPFlag allows `flowctl ui --listen` on a non-loopback address.

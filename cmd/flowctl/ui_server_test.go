@@ -29,7 +29,7 @@ func startUIOffline(t *testing.T, args ...string) *uiUnderTest {
 	errOut := &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, append([]string{"ui", "--kubeconfig", writeKubeconfig(t, `{token: secret-token}`), "--server", "127.0.0.1:1"}, args...), io.Discard, errOut)
+		done <- run(ctx, append([]string{"ui", "--kubeconfig", writeKubeconfig(t, `{token: secret-token}`), "--stream-server", "127.0.0.1:1"}, args...), io.Discard, errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -144,7 +144,7 @@ func TestUIListen(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, listen := range []string{"0.0.0.0:0", ":0"} {
-		_, errOut, code := flowctl(ctx, "ui", "--kubeconfig", writeKubeconfig(t, `{token: secret-token}`), "--server", "127.0.0.1:1", "--listen", listen)
+		_, errOut, code := flowctl(ctx, "ui", "--kubeconfig", writeKubeconfig(t, `{token: secret-token}`), "--stream-server", "127.0.0.1:1", "--listen", listen)
 		require.Equal(t, 1, code, errOut)
 		assert.Contains(t, errOut, "--listen "+listen+": not a loopback address", listen)
 		assert.Contains(t, errOut, "plain HTTP", listen)

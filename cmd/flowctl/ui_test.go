@@ -23,7 +23,7 @@ func startUI(t *testing.T, e *env, kc string) string {
 	var errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"ui", "--kubeconfig", kc, "--server", e.addr, "--ca-file", e.ca, "--listen", "127.0.0.1:0"}, &strings.Builder{}, &errOut)
+		done <- run(ctx, []string{"ui", "--kubeconfig", kc, "--stream-server", e.addr, "--ca-file", e.ca, "--listen", "127.0.0.1:0"}, &strings.Builder{}, &errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -73,7 +73,7 @@ service:
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cp.ClientCA.Raw}), 0o600))
 	server := fmt.Sprintf("127.0.0.1:%d", streamPort)
 	observe := func(ctx context.Context, kubeconfig string, args ...string) *exec.Cmd {
-		return exec.CommandContext(ctx, flowctl, append([]string{"observe", "--kubeconfig", kubeconfig, "--server", server, "--ca-file", ca}, args...)...)
+		return exec.CommandContext(ctx, flowctl, append([]string{"observe", "--kubeconfig", kubeconfig, "--stream-server", server, "--ca-file", ca}, args...)...)
 	}
 
 	dev := user("default", "dev")
