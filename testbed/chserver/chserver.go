@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flowtel/flowtel/testbed/ports"
+	"github.com/flowtel/flowtel/testbed/proc"
 )
 
 // Users the server knows.
@@ -189,13 +190,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
+	proc.Stop(s.cmd.Process, syscall.SIGTERM, s.done, 30*time.Second)
 	s.cmd = nil
 }
 

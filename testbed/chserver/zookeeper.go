@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowtel/flowtel/testbed/proc"
 )
 
 // zooKeeperJars is the class path of Debian's zookeeper package (its jar's
@@ -104,13 +106,7 @@ func (z *ZooKeeper) stop() {
 	if z.cmd == nil {
 		return
 	}
-	_ = z.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-z.done:
-	case <-time.After(10 * time.Second):
-		_ = z.cmd.Process.Kill()
-		<-z.done
-	}
+	proc.Stop(z.cmd.Process, syscall.SIGTERM, z.done, 10*time.Second)
 	z.cmd = nil
 }
 

@@ -23,7 +23,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -40,6 +39,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/flowtel/flowtel/testbed/ports"
+	"github.com/flowtel/flowtel/testbed/proc"
 )
 
 // Service address ranges of the test API server (dual-stack).
@@ -89,17 +89,7 @@ func Binaries() (string, error) {
 			return
 		}
 		_, self, _, _ := runtime.Caller(0)
-		script := filepath.Join(filepath.Dir(self), "build.sh")
-		out, err := exec.Command(script).Output()
-		if err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				err = fmt.Errorf("%w: %s", err, ee.Stderr)
-			}
-			binErr = fmt.Errorf("building the control plane with %s: %w", script, err)
-			return
-		}
-		binDir = strings.TrimSpace(string(out))
+		binDir, binErr = proc.RunBuildScript(self, "the control plane")
 	})
 	return binDir, binErr
 }
@@ -381,13 +371,7 @@ func StartProcess(t testing.TB, dir, name, path string, args ...string) *exec.Cm
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		proc.Stop(cmd.Process, syscall.SIGTERM, exited, 10*time.Second)
 		logf.Close()
 	})
 	return cmd

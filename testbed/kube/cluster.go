@@ -19,7 +19,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -39,6 +38,7 @@ import (
 
 	"github.com/flowtel/flowtel/testbed/controlplane"
 	"github.com/flowtel/flowtel/testbed/netlab"
+	"github.com/flowtel/flowtel/testbed/proc"
 )
 
 // Addresses of the cluster's fabric.
@@ -90,17 +90,7 @@ var (
 func Binaries() (string, error) {
 	binOnce.Do(func() {
 		_, self, _, _ := runtime.Caller(0)
-		script := filepath.Join(filepath.Dir(self), "build.sh")
-		out, err := exec.Command(script).Output()
-		if err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				err = fmt.Errorf("%w: %s", err, ee.Stderr)
-			}
-			binErr = fmt.Errorf("building the Kubernetes node components with %s: %w", script, err)
-			return
-		}
-		binDir = strings.TrimSpace(string(out))
+		binDir, binErr = proc.RunBuildScript(self, "the Kubernetes node components")
 	})
 	return binDir, binErr
 }
