@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
+	"github.com/flowtel/flowtel/internal/configcheck"
 )
 
 // Environment variables read when username or password are not configured.
@@ -114,9 +115,7 @@ func (c *Config) Validate() error {
 	if !compressions[c.Compression] {
 		errs = append(errs, fmt.Errorf("compression: unknown (got %q); use lz4, zstd or none", c.Compression))
 	}
-	if c.DialTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("dial_timeout: must be positive (got %s); set a duration such as 10s", c.DialTimeout))
-	}
+	errs = configcheck.Positive(errs, "dial_timeout", c.DialTimeout, "set a duration such as 10s")
 	return errors.Join(errs...)
 }
 

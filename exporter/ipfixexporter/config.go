@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
+	"github.com/flowtel/flowtel/internal/configcheck"
 )
 
 // Transports.
@@ -136,10 +137,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max_message_size: not in %d-%d (got %d); set a size in that range, or 0 for the transport's default",
 			minMessageSize, maxMessageSize, c.MaxMessageSize))
 	}
-	if c.TemplateRefreshInterval <= 0 {
-		errs = append(errs, fmt.Errorf("template_refresh_interval: must be positive (got %s); set a duration such as %s",
-			c.TemplateRefreshInterval, defaultTemplateTTL))
-	}
+	errs = configcheck.Positive(errs, "template_refresh_interval", c.TemplateRefreshInterval, fmt.Sprintf("set a duration such as %s", defaultTemplateTTL))
 	if c.ClusterUUID != "" {
 		if _, err := parseClusterUUID(c.ClusterUUID); err != nil {
 			errs = append(errs, fmt.Errorf("cluster_uuid: %w (got %q); use the 8-4-4-4-12 hex form, or leave it unset to use each record's k8s.cluster.uid",

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/config/configoptional"
 
+	"github.com/flowtel/flowtel/internal/configcheck"
 	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
@@ -94,10 +95,7 @@ func (k *KubernetesConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true (got %v); set a duration such as 1m, or wait_for_sync: false",
 			k.WaitForSyncTimeout))
 	}
-	if k.DeletedPodRetention <= 0 {
-		errs = append(errs, fmt.Errorf("deleted_pod_retention: must be positive (got %v); set a duration such as %v",
-			k.DeletedPodRetention, k8sindex.DefaultDeletedPodRetention))
-	}
+	errs = configcheck.Positive(errs, "deleted_pod_retention", k.DeletedPodRetention, fmt.Sprintf("set a duration such as %v", k8sindex.DefaultDeletedPodRetention))
 	return errors.Join(errs...)
 }
 
@@ -107,12 +105,8 @@ func (c *Config) Validate() error {
 	if c.Mode != ModeAggregate && c.Mode != ModeProxy {
 		errs = append(errs, fmt.Errorf("mode: unknown (got %q); use %s or %s", c.Mode, ModeAggregate, ModeProxy))
 	}
-	if c.ActiveTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("active_timeout: must be positive (got %v); set a duration such as %v", c.ActiveTimeout, defaultActiveTimeout))
-	}
-	if c.InactiveTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("inactive_timeout: must be positive (got %v); set a duration such as %v", c.InactiveTimeout, defaultInactiveTimeout))
-	}
+	errs = configcheck.Positive(errs, "active_timeout", c.ActiveTimeout, fmt.Sprintf("set a duration such as %v", defaultActiveTimeout))
+	errs = configcheck.Positive(errs, "inactive_timeout", c.InactiveTimeout, fmt.Sprintf("set a duration such as %v", defaultInactiveTimeout))
 	if c.PairingTimeout < 0 {
 		errs = append(errs, fmt.Errorf("pairing_timeout: must not be negative (got %v); set 0 for %d × active_timeout, or a positive duration",
 			c.PairingTimeout, pairingTimeoutFactor))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowtel/flowtel/internal/configcheck"
 	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
@@ -105,9 +106,7 @@ func (c *Config) Validate() error {
 	if c.WaitForSync && c.WaitForSyncTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true (got %v); set a duration such as 1m, or wait_for_sync: false", c.WaitForSyncTimeout))
 	}
-	if c.DeletedPodRetention <= 0 {
-		errs = append(errs, fmt.Errorf("deleted_pod_retention: must be positive (got %v); set a duration such as %v", c.DeletedPodRetention, k8sindex.DefaultDeletedPodRetention))
-	}
+	errs = configcheck.Positive(errs, "deleted_pod_retention", c.DeletedPodRetention, fmt.Sprintf("set a duration such as %v", k8sindex.DefaultDeletedPodRetention))
 	if c.HoldUnresolved < 0 {
 		errs = append(errs, fmt.Errorf("hold_unresolved: must not be negative (got %v); set a duration such as %v, or 0 to export unresolved records at once", c.HoldUnresolved, DefaultHoldUnresolved))
 	}
