@@ -23,7 +23,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -74,24 +73,17 @@ type ControlPlane struct {
 	netns string
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
+// built is build.sh, run at the first Binaries call without FLOWTEL_CONTROLPLANE_BIN.
+var built proc.BuildScript
 
 // Binaries returns the directory holding kube-apiserver and etcd, building
 // them with build.sh on first use (minutes when the cache is cold).
 func Binaries() (string, error) {
-	binOnce.Do(func() {
-		if d := os.Getenv("FLOWTEL_CONTROLPLANE_BIN"); d != "" {
-			binDir = d
-			return
-		}
-		_, self, _, _ := runtime.Caller(0)
-		binDir, binErr = proc.RunBuildScript(self, "the control plane")
-	})
-	return binDir, binErr
+	if d := os.Getenv("FLOWTEL_CONTROLPLANE_BIN"); d != "" {
+		return d, nil
+	}
+	_, self, _, _ := runtime.Caller(0)
+	return built.Dir(self, "the control plane")
 }
 
 // Start runs etcd and kube-apiserver on free loopback ports until the test ends.

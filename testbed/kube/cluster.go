@@ -26,7 +26,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,22 +76,16 @@ type Cluster struct {
 	opts                Options
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
+// built is build.sh, run at the first Binaries call.
+var built proc.BuildScript
 
 // Binaries returns the directory holding kubelet, kube-proxy,
 // kube-controller-manager, kube-scheduler, kubectl and coredns, building them
 // with build.sh on first use (minutes when the cache is cold; `scripts/peers.sh`
 // builds them ahead of the tests).
 func Binaries() (string, error) {
-	binOnce.Do(func() {
-		_, self, _, _ := runtime.Caller(0)
-		binDir, binErr = proc.RunBuildScript(self, "the Kubernetes node components")
-	})
-	return binDir, binErr
+	_, self, _, _ := runtime.Caller(0)
+	return built.Dir(self, "the Kubernetes node components")
 }
 
 // Start builds the cluster and waits until every Node is Ready and DNS answers.

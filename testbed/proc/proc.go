@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,6 +28,23 @@ func Stop[T any](p *os.Process, sig os.Signal, exited <-chan T, grace time.Durat
 		<-exited
 		return true
 	}
+}
+
+// BuildScript is a package's build.sh, run at most once per test binary: its
+// peers take minutes to build when the cache is cold, and every test of the
+// binary uses the same ones.
+type BuildScript struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// Dir returns the directory the build.sh beside self prints, running it
+// (RunBuildScript) on the first call only; later calls return the first
+// call's directory or error.
+func (b *BuildScript) Dir(self, what string) (string, error) {
+	b.once.Do(func() { b.dir, b.err = RunBuildScript(self, what) })
+	return b.dir, b.err
 }
 
 // RunBuildScript runs the build.sh beside the calling package's source file

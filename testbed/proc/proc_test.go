@@ -71,3 +71,26 @@ func TestRunBuildScript(t *testing.T) {
 		}
 	}
 }
+
+func TestBuildScriptRunsOnce(t *testing.T) {
+	dir := t.TempDir()
+	count := filepath.Join(dir, "runs")
+	script := "#!/bin/sh\necho x >> " + count + "\necho " + dir + "/bin\n"
+	if err := os.WriteFile(filepath.Join(dir, "build.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b BuildScript
+	for i := 0; i < 3; i++ {
+		got, err := b.Dir(filepath.Join(dir, "pkg.go"), "the peers")
+		if err != nil || got != dir+"/bin" {
+			t.Fatalf("call %d: Dir = %q, %v", i, got, err)
+		}
+	}
+	runs, err := os.ReadFile(count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(runs), "x"); n != 1 {
+		t.Fatalf("build.sh ran %d times, want once", n)
+	}
+}
