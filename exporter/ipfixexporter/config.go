@@ -7,13 +7,11 @@ import (
 	"strconv"
 	"time"
 
-	"go.opentelemetry.io/collector/config/configoptional"
-	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/config/configtls"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
 	"github.com/flowtel/flowtel/internal/configcheck"
+	"github.com/flowtel/flowtel/internal/recordexport"
 )
 
 // Transports.
@@ -41,9 +39,7 @@ const (
 
 // Config is the ipfix exporter's configuration.
 type Config struct {
-	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
-	QueueConfig   configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
-	RetryConfig   configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
+	recordexport.Sending `mapstructure:",squash"`
 
 	// Endpoint is the collector's host:port.
 	Endpoint string `mapstructure:"endpoint"`
