@@ -11,12 +11,11 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/config/configopaque"
-	"go.opentelemetry.io/collector/config/configoptional"
-	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/config/configtls"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/flowtable"
+	"github.com/flowtel/flowtel/internal/configcheck"
+	"github.com/flowtel/flowtel/internal/recordexport"
 )
 
 // Environment variables read when username or password are not configured.
@@ -29,9 +28,7 @@ const (
 
 // Config is the clickhouse_flows exporter configuration.
 type Config struct {
-	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
-	QueueConfig   configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
-	RetryConfig   configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
+	recordexport.Sending `mapstructure:",squash"`
 
 	// Endpoint is the server's native-protocol address: tcp://host:9000 or
 	// tls://host:9440. HTTP is not supported (see README).
@@ -114,9 +111,7 @@ func (c *Config) Validate() error {
 	if !compressions[c.Compression] {
 		errs = append(errs, fmt.Errorf("compression: unknown (got %q); use lz4, zstd or none", c.Compression))
 	}
-	if c.DialTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("dial_timeout: must be positive (got %s); set a duration such as 10s", c.DialTimeout))
-	}
+	errs = configcheck.Positive(errs, "dial_timeout", c.DialTimeout, "set a duration such as 10s")
 	return errors.Join(errs...)
 }
 

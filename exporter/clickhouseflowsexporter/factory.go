@@ -8,12 +8,12 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/config/configtls"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/flowtel/flowtel/exporter/clickhouseflowsexporter/internal/metadata"
 	_ "github.com/flowtel/flowtel/internal/grpcgzip" // gRPC's gzip at half the CPU (D14)
+	"github.com/flowtel/flowtel/internal/recordexport"
 )
 
 // Defaults sized for ClickHouse, which wants few, large inserts: a batch is
@@ -36,36 +36,26 @@ func NewFactory() exporter.Factory {
 		exporter.WithLogs(createLogs, metadata.LogsStability))
 }
 
+// defaultQueueConfig blocks when full rather than refusing, as
+// recordexport.BlockingQueue says why.
 func defaultQueueConfig() exporterhelper.QueueBatchConfig {
-	q := exporterhelper.NewDefaultQueueConfig()
-	q.Sizer = exporterhelper.RequestSizerTypeItems
-	q.QueueSize = defaultQueueRows
-	q.NumConsumers = defaultConsumers
-	// Full, the queue blocks rather than refusing: behind flow_correlation a
-	// refused batch is retried through the pipeline's fan-out, so every other
-	// exporter would get it twice (ipfix's defaults say more).
-	q.BlockOnOverflow = true
-	q.Batch = configoptional.Some(exporterhelper.BatchConfig{
-		FlushTimeout: defaultFlushTimeout,
-		Sizer:        exporterhelper.RequestSizerTypeItems,
-		MinSize:      defaultMinRows,
-		MaxSize:      defaultMaxRows,
-	})
-	return q
+	return recordexport.BlockingQueue(defaultQueueRows, defaultConsumers, defaultFlushTimeout, defaultMinRows, defaultMaxRows)
 }
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		TimeoutConfig: exporterhelper.TimeoutConfig{Timeout: defaultTimeout},
-		QueueConfig:   configoptional.Some(defaultQueueConfig()),
-		RetryConfig:   configretry.NewDefaultBackOffConfig(),
-		Database:      "default",
-		Table:         "flows",
-		CreateSchema:  true,
-		TheiaViews:    true,
-		Compression:   "lz4",
-		DialTimeout:   10 * time.Second,
-		TLS:           configtls.NewDefaultClientConfig(),
+		Sending: recordexport.Sending{
+			TimeoutConfig: exporterhelper.TimeoutConfig{Timeout: defaultTimeout},
+			QueueConfig:   configoptional.Some(defaultQueueConfig()),
+			RetryConfig:   configretry.NewDefaultBackOffConfig(),
+		},
+		Database:     "default",
+		Table:        "flows",
+		CreateSchema: true,
+		TheiaViews:   true,
+		Compression:  "lz4",
+		DialTimeout:  10 * time.Second,
+		TLS:          configtls.NewDefaultClientConfig(),
 	}
 }
 
@@ -75,12 +65,5 @@ func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
-		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
-		exporterhelper.WithTimeout(c.TimeoutConfig),
-		exporterhelper.WithRetry(c.RetryConfig),
-		exporterhelper.WithQueue(c.QueueConfig),
-		exporterhelper.WithStart(e.start),
-		exporterhelper.WithShutdown(e.shutdown),
-	)
+	return recordexport.NewLogs(ctx, set, cfg, &c.Sending, e.pushLogs, e.start, e.shutdown)
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/config/configgrpc"
 
+	"github.com/flowtel/flowtel/internal/configcheck"
 	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
@@ -73,9 +74,7 @@ type LimitsConfig struct {
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.BufferSize <= 0 {
-		errs = append(errs, fmt.Errorf("buffer_size: must be positive (got %d); the default is %d", c.BufferSize, defaultBufferSize))
-	}
+	errs = configcheck.Positive(errs, "buffer_size", c.BufferSize, fmt.Sprintf("the default is %d", defaultBufferSize))
 	if !c.TLS.HasValue() {
 		errs = append(errs, errors.New("tls: is required (got none); set tls.cert_file and tls.key_file to the server certificate"))
 	} else {
@@ -93,18 +92,10 @@ func (c *Config) Validate() error {
 	if c.Kubernetes.APIGroup == "" {
 		errs = append(errs, fmt.Errorf("kubernetes.api_group: must not be empty; the default is %s", DefaultAPIGroup))
 	}
-	if c.Kubernetes.DecisionTTL <= 0 {
-		errs = append(errs, fmt.Errorf("kubernetes.decision_ttl: must be positive (got %s)", c.Kubernetes.DecisionTTL))
-	}
-	if c.Kubernetes.RecheckInterval <= 0 {
-		errs = append(errs, fmt.Errorf("kubernetes.recheck_interval: must be positive (got %s)", c.Kubernetes.RecheckInterval))
-	}
-	if c.Kubernetes.MaxConcurrentTokenReviews <= 0 {
-		errs = append(errs, fmt.Errorf("kubernetes.max_concurrent_token_reviews: must be positive (got %d)", c.Kubernetes.MaxConcurrentTokenReviews))
-	}
-	if c.Limits.MaxStreams <= 0 {
-		errs = append(errs, fmt.Errorf("limits.max_streams: must be positive (got %d)", c.Limits.MaxStreams))
-	}
+	errs = configcheck.Positive(errs, "kubernetes.decision_ttl", c.Kubernetes.DecisionTTL, "")
+	errs = configcheck.Positive(errs, "kubernetes.recheck_interval", c.Kubernetes.RecheckInterval, "")
+	errs = configcheck.Positive(errs, "kubernetes.max_concurrent_token_reviews", c.Kubernetes.MaxConcurrentTokenReviews, "")
+	errs = configcheck.Positive(errs, "limits.max_streams", c.Limits.MaxStreams, "")
 	if c.Limits.MaxStreamsPerClient <= 0 || c.Limits.MaxStreamsPerClient > c.Limits.MaxStreams {
 		errs = append(errs, fmt.Errorf("limits.max_streams_per_client: must be between 1 and limits.max_streams (got %d, max_streams %d)", c.Limits.MaxStreamsPerClient, c.Limits.MaxStreams))
 	}

@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configtls"
+
+	"github.com/flowtel/flowtel/internal/configcheck"
 )
 
 // HistoryConfig is where a stream whose since is older than the ring reads
@@ -61,15 +63,9 @@ func (h *HistoryConfig) validate() []error {
 	if !plainName.MatchString(h.Table) {
 		errs = append(errs, fmt.Errorf("history.table: not a plain name (got %q); use letters, digits and _, not starting with a digit", h.Table))
 	}
-	if h.MaxRows <= 0 {
-		errs = append(errs, fmt.Errorf("history.max_rows: must be positive (got %d); the default is %d", h.MaxRows, defaultHistoryMaxRows))
-	}
-	if h.QueryTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("history.query_timeout: must be positive (got %s)", h.QueryTimeout))
-	}
-	if h.DialTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("history.dial_timeout: must be positive (got %s)", h.DialTimeout))
-	}
+	errs = configcheck.Positive(errs, "history.max_rows", h.MaxRows, fmt.Sprintf("the default is %d", defaultHistoryMaxRows))
+	errs = configcheck.Positive(errs, "history.query_timeout", h.QueryTimeout, "")
+	errs = configcheck.Positive(errs, "history.dial_timeout", h.DialTimeout, "")
 	return errs
 }
 

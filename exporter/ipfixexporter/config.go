@@ -7,12 +7,11 @@ import (
 	"strconv"
 	"time"
 
-	"go.opentelemetry.io/collector/config/configoptional"
-	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/config/configtls"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
+	"github.com/flowtel/flowtel/internal/configcheck"
+	"github.com/flowtel/flowtel/internal/recordexport"
 )
 
 // Transports.
@@ -40,9 +39,7 @@ const (
 
 // Config is the ipfix exporter's configuration.
 type Config struct {
-	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
-	QueueConfig   configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
-	RetryConfig   configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
+	recordexport.Sending `mapstructure:",squash"`
 
 	// Endpoint is the collector's host:port.
 	Endpoint string `mapstructure:"endpoint"`
@@ -136,10 +133,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max_message_size: not in %d-%d (got %d); set a size in that range, or 0 for the transport's default",
 			minMessageSize, maxMessageSize, c.MaxMessageSize))
 	}
-	if c.TemplateRefreshInterval <= 0 {
-		errs = append(errs, fmt.Errorf("template_refresh_interval: must be positive (got %s); set a duration such as %s",
-			c.TemplateRefreshInterval, defaultTemplateTTL))
-	}
+	errs = configcheck.Positive(errs, "template_refresh_interval", c.TemplateRefreshInterval, fmt.Sprintf("set a duration such as %s", defaultTemplateTTL))
 	if c.ClusterUUID != "" {
 		if _, err := parseClusterUUID(c.ClusterUUID); err != nil {
 			errs = append(errs, fmt.Errorf("cluster_uuid: %w (got %q); use the 8-4-4-4-12 hex form, or leave it unset to use each record's k8s.cluster.uid",

@@ -8,13 +8,13 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/config/configtls"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/layout"
 	"github.com/flowtel/flowtel/exporter/ipfixexporter/internal/metadata"
 	_ "github.com/flowtel/flowtel/internal/grpcgzip" // gRPC's gzip at half the CPU (D14)
+	"github.com/flowtel/flowtel/internal/recordexport"
 )
 
 // NewFactory returns the factory of the ipfix exporter.
@@ -44,26 +44,19 @@ const (
 )
 
 func createDefaultConfig() component.Config {
-	q := exporterhelper.NewDefaultQueueConfig()
 	// Consumers decode and encode their batches in parallel; only the writes to
 	// the one connection are serialised (IPFIX imposes no order between data
 	// records, and sequence numbers are assigned at the write).
-	q.NumConsumers = defaultNumConsumers
-	q.Sizer = exporterhelper.RequestSizerTypeItems
-	q.QueueSize = defaultQueueRecords
-	q.BlockOnOverflow = true
-	q.Batch = configoptional.Some(exporterhelper.BatchConfig{
-		FlushTimeout: defaultBatchFlush,
-		Sizer:        exporterhelper.RequestSizerTypeItems,
-		MinSize:      defaultBatchMinSize,
-	})
+	q := recordexport.BlockingQueue(defaultQueueRecords, defaultNumConsumers, defaultBatchFlush, defaultBatchMinSize, 0)
 	retry := configretry.NewDefaultBackOffConfig()
 	retry.InitialInterval = backoffInitial
 	retry.MaxInterval = backoffMax
 	return &Config{
-		TimeoutConfig:           exporterhelper.NewDefaultTimeoutConfig(),
-		QueueConfig:             configoptional.Some(q),
-		RetryConfig:             retry,
+		Sending: recordexport.Sending{
+			TimeoutConfig: exporterhelper.NewDefaultTimeoutConfig(),
+			QueueConfig:   configoptional.Some(q),
+			RetryConfig:   retry,
+		},
 		Transport:               TransportTCP,
 		TLS:                     configtls.NewDefaultClientConfig(),
 		Format:                  FormatIPFIX,
@@ -85,11 +78,5 @@ func newLogsExporter(ctx context.Context, set exporter.Settings, c *Config, dial
 		return nil, err
 	}
 	e.dial = dial
-	return exporterhelper.NewLogs(ctx, set, c, e.pushLogs,
-		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
-		exporterhelper.WithTimeout(c.TimeoutConfig),
-		exporterhelper.WithRetry(c.RetryConfig),
-		exporterhelper.WithQueue(c.QueueConfig),
-		exporterhelper.WithStart(e.start),
-		exporterhelper.WithShutdown(e.shutdown))
+	return recordexport.NewLogs(ctx, set, c, &c.Sending, e.pushLogs, e.start, e.shutdown)
 }

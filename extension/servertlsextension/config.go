@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/config/configtls"
+
+	"github.com/flowtel/flowtel/internal/configcheck"
 )
 
 // Config is the TLS a gRPC server serves when it lists the extension in its
@@ -40,8 +42,6 @@ func (c *Config) Validate() error {
 	if !hasKey {
 		errs = append(errs, errors.New(`tls.key_file: required (got ""); set the certificate's private key (or tls.key_pem)`))
 	}
-	if c.LogInterval <= 0 {
-		errs = append(errs, fmt.Errorf("log_interval: must be positive (got %s); set a duration such as %s", c.LogInterval, defaultLogInterval))
-	}
+	errs = configcheck.Positive(errs, "log_interval", c.LogInterval, fmt.Sprintf("set a duration such as %s", defaultLogInterval))
 	return errors.Join(errs...)
 }

@@ -7,7 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/config/configoptional"
 
-	"github.com/flowtel/flowtel/internal/k8sclient"
+	"github.com/flowtel/flowtel/internal/configcheck"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -57,48 +57,22 @@ type Config struct {
 // Nodes, Services, EndpointSlices, ReplicaSets, Jobs; the kube-system
 // Namespace's UID).
 type KubernetesConfig struct {
-	// AuthType is serviceAccount (in cluster, default) or kubeConfig.
-	AuthType string `mapstructure:"auth_type"`
-	// KubeConfig is the kubeconfig path for auth_type kubeConfig ("" = $KUBECONFIG, then ~/.kube/config).
-	KubeConfig string `mapstructure:"kubeconfig"`
+	// auth_type, kubeconfig, wait_for_sync, wait_for_sync_timeout and
+	// deleted_pod_retention, as k8s_flow's.
+	k8sindex.Settings `mapstructure:",squash"`
 	// PodLabels adds the labels of the Pods the gateway names.
 	PodLabels bool `mapstructure:"pod_labels"`
-	// WaitForSync makes Start wait until the caches are filled (and the
-	// cluster UID read), failing with an error naming the resource and verb.
-	WaitForSync bool `mapstructure:"wait_for_sync"`
-	// WaitForSyncTimeout bounds that wait.
-	WaitForSyncTimeout time.Duration `mapstructure:"wait_for_sync_timeout"`
-	// DeletedPodRetention is how long a deleted Pod still names connections
-	// that started while it ran (decision D7).
-	DeletedPodRetention time.Duration `mapstructure:"deleted_pod_retention"`
 
 	_ struct{}
 }
 
 func defaultKubernetesConfig() KubernetesConfig {
-	return KubernetesConfig{
-		AuthType:            k8sclient.AuthServiceAccount,
-		WaitForSync:         true,
-		WaitForSyncTimeout:  time.Minute,
-		DeletedPodRetention: k8sindex.DefaultDeletedPodRetention,
-	}
+	return KubernetesConfig{Settings: k8sindex.DefaultSettings()}
 }
 
 // Validate checks the kubernetes settings; it names every field that is wrong.
 func (k *KubernetesConfig) Validate() error {
-	var errs []error
-	if err := k8sclient.CheckAuth("", k.AuthType, k.KubeConfig); err != nil {
-		errs = append(errs, err)
-	}
-	if k.WaitForSync && k.WaitForSyncTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true (got %v); set a duration such as 1m, or wait_for_sync: false",
-			k.WaitForSyncTimeout))
-	}
-	if k.DeletedPodRetention <= 0 {
-		errs = append(errs, fmt.Errorf("deleted_pod_retention: must be positive (got %v); set a duration such as %v",
-			k.DeletedPodRetention, k8sindex.DefaultDeletedPodRetention))
-	}
-	return errors.Join(errs...)
+	return errors.Join(k.Check(nil)...)
 }
 
 // Validate checks the configuration; it names every field that is wrong.
@@ -107,12 +81,8 @@ func (c *Config) Validate() error {
 	if c.Mode != ModeAggregate && c.Mode != ModeProxy {
 		errs = append(errs, fmt.Errorf("mode: unknown (got %q); use %s or %s", c.Mode, ModeAggregate, ModeProxy))
 	}
-	if c.ActiveTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("active_timeout: must be positive (got %v); set a duration such as %v", c.ActiveTimeout, defaultActiveTimeout))
-	}
-	if c.InactiveTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("inactive_timeout: must be positive (got %v); set a duration such as %v", c.InactiveTimeout, defaultInactiveTimeout))
-	}
+	errs = configcheck.Positive(errs, "active_timeout", c.ActiveTimeout, fmt.Sprintf("set a duration such as %v", defaultActiveTimeout))
+	errs = configcheck.Positive(errs, "inactive_timeout", c.InactiveTimeout, fmt.Sprintf("set a duration such as %v", defaultInactiveTimeout))
 	if c.PairingTimeout < 0 {
 		errs = append(errs, fmt.Errorf("pairing_timeout: must not be negative (got %v); set 0 for %d × active_timeout, or a positive duration",
 			c.PairingTimeout, pairingTimeoutFactor))

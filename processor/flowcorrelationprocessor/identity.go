@@ -11,7 +11,6 @@ import (
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
-	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -20,7 +19,7 @@ import (
 type clientFunc func(*KubernetesConfig) (kubernetes.Interface, error)
 
 func newClient(cfg *KubernetesConfig) (kubernetes.Interface, error) {
-	return k8sclient.New(cfg.AuthType, cfg.KubeConfig, "flowtel-flow_correlation")
+	return cfg.Client("flowtel-flow_correlation")
 }
 
 // identity resolves, at the gateway, what a record lacks from the gateway's

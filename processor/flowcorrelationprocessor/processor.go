@@ -168,24 +168,26 @@ func (p *flowProcessor) timerLoop() {
 
 // onTick exports what the timers made due and retries refused records.
 func (p *flowProcessor) onTick(ctx context.Context) {
-	b := newBatch(metadata.ScopeName, p.version, 0)
-	p.mu.Lock()
-	now := p.clock.Now()
-	p.table.Expire(now, p.emitter(ctx, b))
-	p.updateGauges()
-	p.mu.Unlock()
-	p.out.send(ctx, b, now)
+	now := p.sweep(ctx, p.table.Expire)
 	p.out.retryDue(ctx, now, false)
 }
 
 func (p *flowProcessor) flush(ctx context.Context) {
+	p.sweep(ctx, p.table.Flush)
+}
+
+// sweep runs one of the table's sweeps (Expire, Flush) under the lock at the
+// clock's time, updates the gauges and sends what the sweep exported; it
+// returns that time.
+func (p *flowProcessor) sweep(ctx context.Context, run func(now time.Time, emit aggregate.Emit)) time.Time {
 	b := newBatch(metadata.ScopeName, p.version, 0)
 	p.mu.Lock()
 	now := p.clock.Now()
-	p.table.Flush(now, p.emitter(ctx, b))
+	run(now, p.emitter(ctx, b))
 	p.updateGauges()
 	p.mu.Unlock()
 	p.out.send(ctx, b, now)
+	return now
 }
 
 // emitter encodes the table's exports into b and counts what they mean.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -47,18 +46,9 @@ type Config struct {
 	Pods string `mapstructure:"pods"`
 	// PodLabels adds Pod labels to Pod endpoints (default false, as Antrea's agent).
 	PodLabels bool `mapstructure:"pod_labels"`
-	// AuthType is serviceAccount (in cluster, default) or kubeConfig.
-	AuthType string `mapstructure:"auth_type"`
-	// KubeConfig is the kubeconfig path for auth_type kubeConfig ("" = $KUBECONFIG, then ~/.kube/config).
-	KubeConfig string `mapstructure:"kubeconfig"`
-	// WaitForSync makes Start wait until every cache is filled, and fail with
-	// an error naming the resource and verb when a list fails.
-	WaitForSync bool `mapstructure:"wait_for_sync"`
-	// WaitForSyncTimeout bounds that wait.
-	WaitForSyncTimeout time.Duration `mapstructure:"wait_for_sync_timeout"`
-	// DeletedPodRetention is how long a deleted or terminated Pod still names
-	// connections that started while it ran (decision D7).
-	DeletedPodRetention time.Duration `mapstructure:"deleted_pod_retention"`
+	// auth_type, kubeconfig, wait_for_sync, wait_for_sync_timeout and
+	// deleted_pod_retention, as flow_correlation's kubernetes section.
+	k8sindex.Settings `mapstructure:",squash"`
 	// ClusterUID is written to every record's resource as k8s.cluster.uid.
 	// Empty: the UID of the kube-system Namespace, read once at start.
 	ClusterUID string `mapstructure:"cluster_uid"`
@@ -99,15 +89,7 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("pods: unknown scope (got %q); set %s (this Node's Pods) or %s (every Pod)", c.Pods, PodsLocal, PodsAll))
 	}
-	if err := k8sclient.CheckAuth("", c.AuthType, c.KubeConfig); err != nil {
-		errs = append(errs, err)
-	}
-	if c.WaitForSync && c.WaitForSyncTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true (got %v); set a duration such as 1m, or wait_for_sync: false", c.WaitForSyncTimeout))
-	}
-	if c.DeletedPodRetention <= 0 {
-		errs = append(errs, fmt.Errorf("deleted_pod_retention: must be positive (got %v); set a duration such as %v", c.DeletedPodRetention, k8sindex.DefaultDeletedPodRetention))
-	}
+	errs = c.Check(errs)
 	if c.HoldUnresolved < 0 {
 		errs = append(errs, fmt.Errorf("hold_unresolved: must not be negative (got %v); set a duration such as %v, or 0 to export unresolved records at once", c.HoldUnresolved, DefaultHoldUnresolved))
 	}

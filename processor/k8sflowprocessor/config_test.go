@@ -9,13 +9,15 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/flowtel/flowtel/internal/configtest"
+	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
 func TestLoadConfig(t *testing.T) {
 	t.Setenv(NodeNameEnv, "env-node")
 	node := func(name string) *Config {
-		return &Config{NodeName: name, Pods: PodsLocal, AuthType: "serviceAccount", WaitForSync: true,
-			WaitForSyncTimeout: time.Minute, DeletedPodRetention: 5 * time.Minute, HoldUnresolved: 5 * time.Second, HoldMaxRecords: 10000, NetworkPolicies: true, Encoding: EncodingAttributes}
+		return &Config{NodeName: name, Pods: PodsLocal,
+			Settings:       k8sindex.Settings{AuthType: "serviceAccount", WaitForSync: true, WaitForSyncTimeout: time.Minute, DeletedPodRetention: 5 * time.Minute},
+			HoldUnresolved: 5 * time.Second, HoldMaxRecords: 10000, NetworkPolicies: true, Encoding: EncodingAttributes}
 	}
 	named, slow, longHold, noHold, noPolicies, compact := node("node-a"), node("node-b"), node("node-a"), node("node-a"), node("node-a"), node("node-a")
 	noPolicies.NetworkPolicies = false
@@ -25,8 +27,8 @@ func TestLoadConfig(t *testing.T) {
 	noHold.HoldUnresolved = 0
 	configtest.LoadConfig(t, NewFactory(), []configtest.Case{
 		{Name: "", Want: node("node-a")},
-		{Name: "gateway", Want: &Config{NodeName: "env-node", Pods: PodsAll, PodLabels: true, AuthType: "kubeConfig",
-			KubeConfig: "/etc/flowtel/kubeconfig", WaitForSyncTimeout: time.Minute, DeletedPodRetention: 2 * time.Minute,
+		{Name: "gateway", Want: &Config{NodeName: "env-node", Pods: PodsAll, PodLabels: true,
+			Settings:       k8sindex.Settings{AuthType: "kubeConfig", KubeConfig: "/etc/flowtel/kubeconfig", WaitForSyncTimeout: time.Minute, DeletedPodRetention: 2 * time.Minute},
 			HoldUnresolved: 5 * time.Second, HoldMaxRecords: 10000, NetworkPolicies: true, Encoding: EncodingAttributes}},
 		{Name: "named_cluster", Want: named},
 		{Name: "slow_api", Want: slow},

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	_ "github.com/flowtel/flowtel/internal/grpcgzip" // gRPC's gzip at half the CPU (D14)
-	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 	"github.com/flowtel/flowtel/processor/k8sflowprocessor/internal/metadata"
 )
@@ -21,7 +20,7 @@ import (
 type clientFunc func(*Config) (kubernetes.Interface, error)
 
 func newClient(cfg *Config) (kubernetes.Interface, error) {
-	return k8sclient.New(cfg.AuthType, cfg.KubeConfig, "flowtel-k8s_flow")
+	return cfg.Client("flowtel-k8s_flow")
 }
 
 // NewFactory returns the k8s_flow processor factory.
@@ -37,16 +36,13 @@ func newFactory(client clientFunc, now func() time.Time) processor.Factory {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		NodeName:            os.Getenv(NodeNameEnv),
-		Pods:                PodsLocal,
-		AuthType:            k8sclient.AuthServiceAccount,
-		WaitForSync:         true,
-		WaitForSyncTimeout:  time.Minute,
-		DeletedPodRetention: k8sindex.DefaultDeletedPodRetention,
-		HoldUnresolved:      DefaultHoldUnresolved,
-		HoldMaxRecords:      DefaultHoldMaxRecords,
-		NetworkPolicies:     true,
-		Encoding:            EncodingAttributes,
+		NodeName:        os.Getenv(NodeNameEnv),
+		Pods:            PodsLocal,
+		Settings:        k8sindex.DefaultSettings(),
+		HoldUnresolved:  DefaultHoldUnresolved,
+		HoldMaxRecords:  DefaultHoldMaxRecords,
+		NetworkPolicies: true,
+		Encoding:        EncodingAttributes,
 	}
 }
 

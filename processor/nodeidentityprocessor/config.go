@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowtel/flowtel/internal/configcheck"
 	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
@@ -63,12 +64,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("service_accounts: %q is not namespace/name; list the node collectors' ServiceAccount, such as flowtel/flowtel-node", sa))
 		}
 	}
-	if c.CacheTTL <= 0 {
-		errs = append(errs, fmt.Errorf("cache_ttl: must be positive (got %v); set a duration such as %v", c.CacheTTL, defaultCacheTTL))
-	}
-	if c.MaxCachedTokens <= 0 {
-		errs = append(errs, fmt.Errorf("max_cached_tokens: must be positive (got %d); set a bound such as %d", c.MaxCachedTokens, defaultMaxCachedTokens))
-	}
+	errs = configcheck.Positive(errs, "cache_ttl", c.CacheTTL, fmt.Sprintf("set a duration such as %v", defaultCacheTTL))
+	errs = configcheck.Positive(errs, "max_cached_tokens", c.MaxCachedTokens, fmt.Sprintf("set a bound such as %d", defaultMaxCachedTokens))
 	return errors.Join(errs...)
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/config/configtls"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/flowtel/flowtel/internal/configcheck"
 	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
@@ -139,32 +140,18 @@ func (c *Config) Validate() error {
 		if c.TLS.HasValue() && slices.Contains(c.IPFIX.Transports, transportUDP) && !c.IPFIX.InsecureUDP {
 			errs = append(errs, errors.New("ipfix.transports: udp beside tls (UDP is neither encrypted nor authenticated: any host could send records in any Node's name); remove udp from ipfix.transports, or opt out with ipfix.insecure_udp: true (its records are then not marked as an authenticated agent's)"))
 		}
-		if c.IPFIX.TemplateTTL <= 0 {
-			errs = append(errs, fmt.Errorf("ipfix.template_ttl: must be positive (got %s); set a duration such as 30m", c.IPFIX.TemplateTTL))
-		}
-		if c.IPFIX.MaxTemplatesPerSession <= 0 {
-			errs = append(errs, fmt.Errorf("ipfix.max_templates_per_session: must be positive (got %d); set a bound such as 64", c.IPFIX.MaxTemplatesPerSession))
-		}
-		if c.IPFIX.MaxTemplates <= 0 {
-			errs = append(errs, fmt.Errorf("ipfix.max_templates: must be positive (got %d); set a bound such as 20000", c.IPFIX.MaxTemplates))
-		}
-		if c.IPFIX.UDPExporterIdle <= 0 {
-			errs = append(errs, fmt.Errorf("ipfix.udp_exporter_idle: must be positive (got %s); set a duration such as 1m", c.IPFIX.UDPExporterIdle))
-		}
-		if c.IPFIX.UDPQueueSize <= 0 {
-			errs = append(errs, fmt.Errorf("ipfix.udp_queue_size: must be positive (got %d); set a bound such as 1024", c.IPFIX.UDPQueueSize))
-		}
-		if c.IPFIX.MaxUDPExporters <= 0 {
-			errs = append(errs, fmt.Errorf("ipfix.max_udp_exporters: must be positive (got %d); set a bound such as 10000", c.IPFIX.MaxUDPExporters))
-		}
+		errs = configcheck.Positive(errs, "ipfix.template_ttl", c.IPFIX.TemplateTTL, "set a duration such as 30m")
+		errs = configcheck.Positive(errs, "ipfix.max_templates_per_session", c.IPFIX.MaxTemplatesPerSession, "set a bound such as 64")
+		errs = configcheck.Positive(errs, "ipfix.max_templates", c.IPFIX.MaxTemplates, "set a bound such as 20000")
+		errs = configcheck.Positive(errs, "ipfix.udp_exporter_idle", c.IPFIX.UDPExporterIdle, "set a duration such as 1m")
+		errs = configcheck.Positive(errs, "ipfix.udp_queue_size", c.IPFIX.UDPQueueSize, "set a bound such as 1024")
+		errs = configcheck.Positive(errs, "ipfix.max_udp_exporters", c.IPFIX.MaxUDPExporters, "set a bound such as 10000")
 	}
 	if c.GRPC.Endpoint != "" {
 		if _, _, err := net.SplitHostPort(c.GRPC.Endpoint); err != nil {
 			errs = append(errs, fmt.Errorf("grpc.endpoint: not host:port (got %q); use an address such as :14739", c.GRPC.Endpoint))
 		}
-		if c.GRPC.MaxRecvMsgSize <= 0 {
-			errs = append(errs, fmt.Errorf("grpc.max_recv_msg_size: must be positive (got %d); set a size in bytes such as 4194304", c.GRPC.MaxRecvMsgSize))
-		}
+		errs = configcheck.Positive(errs, "grpc.max_recv_msg_size", c.GRPC.MaxRecvMsgSize, "set a size in bytes such as 4194304")
 	}
 	if c.Kubernetes.HasValue() {
 		k := c.Kubernetes.Get()

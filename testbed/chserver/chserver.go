@@ -5,15 +5,12 @@
 package chserver
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,9 +32,8 @@ type Server struct {
 	TLSPort int
 
 	binary string
-	cmd    *exec.Cmd
-	done   chan error
-	tb     testing.TB
+	daemon
+	tb testing.TB
 }
 
 // Options for Start.
@@ -135,15 +131,9 @@ func (s *Server) launch() {
 func (s *Server) start(logf *os.File) {
 	cmd := exec.Command(s.binary, "--config-file="+filepath.Join(s.Dir, "config.xml"))
 	cmd.Dir = s.Dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
+	if err := s.run(cmd, logf); err != nil {
 		s.tb.Fatalf("chserver: start %s: %v", s.binary, err)
 	}
-	s.cmd = cmd
-	s.done = make(chan error, 1)
-	go func() { s.done <- cmd.Wait(); _ = logf.Close() }()
 }
 
 // waitReady waits until the started server answers on both ports.
@@ -159,11 +149,8 @@ func (s *Server) waitReady() {
 				break
 			}
 		}
-		select {
-		case err := <-s.done:
-			s.cmd = nil
+		if exited, err := s.exited(); exited {
 			s.tb.Fatalf("chserver: server exited during start-up: %v\n%s", err, s.logTail())
-		default:
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
@@ -185,33 +172,11 @@ func (s *Server) waitReady() {
 
 // Stop stops the server gracefully (SIGTERM: running queries finish) and waits
 // for it to exit; SIGKILL after 30 s. Stopping a stopped server is a no-op.
-func (s *Server) Stop() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
-	s.cmd = nil
-}
+func (s *Server) Stop() { s.stop(30 * time.Second) }
 
 func (s *Server) logTail() string {
-	var b strings.Builder
-	for _, f := range []string{"stdout.log", "server.err.log", "server.log"} {
-		data, err := os.ReadFile(filepath.Join(s.Dir, "log", f))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if len(data) > 4000 {
-			data = data[len(data)-4000:]
-		}
-		fmt.Fprintf(&b, "--- %s ---\n%s\n", f, data)
-	}
-	return b.String()
+	dir := filepath.Join(s.Dir, "log")
+	return logTail(filepath.Join(dir, "stdout.log"), filepath.Join(dir, "server.err.log"), filepath.Join(dir, "server.log"))
 }
 
 func (s *Server) writeConfig(o Options) {

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -24,8 +23,7 @@ type ZooKeeper struct {
 	Dir  string
 	Port int
 
-	cmd  *exec.Cmd
-	done chan error
+	daemon
 }
 
 // startZooKeeper starts a standalone ZooKeeper (Debian's zookeeper package,
@@ -60,22 +58,14 @@ func startZooKeeper(tb testing.TB) *ZooKeeper {
 	cmd := exec.Command(java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp,
 		"-Dzookeeper.root.logger=INFO,CONSOLE", "org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(z.Dir, "zoo.cfg"))
 	cmd.Dir = z.Dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
+	if err := z.run(cmd, logf); err != nil {
 		tb.Fatalf("chserver: start ZooKeeper: %v", err)
 	}
-	z.cmd, z.done = cmd, make(chan error, 1)
-	go func() { z.done <- cmd.Wait(); _ = logf.Close() }()
-	tb.Cleanup(z.stop)
+	tb.Cleanup(func() { z.stop(10 * time.Second) })
 
 	for deadline := time.Now().Add(60 * time.Second); !z.ok(); time.Sleep(100 * time.Millisecond) {
-		select {
-		case err := <-z.done:
-			z.cmd = nil
+		if exited, err := z.exited(); exited {
 			tb.Fatalf("chserver: ZooKeeper exited during start-up: %v\n%s", err, z.logTail())
-		default:
 		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("chserver: ZooKeeper not ready after 60s\n%s", z.logTail())
@@ -100,25 +90,5 @@ func (z *ZooKeeper) ok() bool {
 	return strings.Contains(string(b), "Mode: ")
 }
 
-func (z *ZooKeeper) stop() {
-	if z.cmd == nil {
-		return
-	}
-	_ = z.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-z.done:
-	case <-time.After(10 * time.Second):
-		_ = z.cmd.Process.Kill()
-		<-z.done
-	}
-	z.cmd = nil
-}
-
 // logTail is the end of ZooKeeper's log, for failure messages.
-func (z *ZooKeeper) logTail() string {
-	data, _ := os.ReadFile(filepath.Join(z.Dir, "zookeeper.log"))
-	if len(data) > 4000 {
-		data = data[len(data)-4000:]
-	}
-	return "--- zookeeper.log ---\n" + string(data)
-}
+func (z *ZooKeeper) logTail() string { return logTail(filepath.Join(z.Dir, "zookeeper.log")) }

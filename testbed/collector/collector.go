@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/flowtel/flowtel/testbed/ports"
+	"github.com/flowtel/flowtel/testbed/proc"
 )
 
 // Binary returns the path of a distribution built by `make build`.
@@ -142,12 +143,7 @@ func (p *Process) Stop() error {
 		return p.exitErr()
 	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	if proc.Stop(p.cmd.Process, syscall.SIGTERM, p.done, 20*time.Second) {
 		return fmt.Errorf("%s did not stop within 20s", p.Name)
 	}
 	var exit *exec.ExitError

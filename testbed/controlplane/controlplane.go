@@ -23,8 +23,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +38,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/flowtel/flowtel/testbed/ports"
+	"github.com/flowtel/flowtel/testbed/proc"
 )
 
 // Service address ranges of the test API server (dual-stack).
@@ -74,34 +73,17 @@ type ControlPlane struct {
 	netns string
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
+// built is build.sh, run at the first Binaries call without FLOWTEL_CONTROLPLANE_BIN.
+var built proc.BuildScript
 
 // Binaries returns the directory holding kube-apiserver and etcd, building
 // them with build.sh on first use (minutes when the cache is cold).
 func Binaries() (string, error) {
-	binOnce.Do(func() {
-		if d := os.Getenv("FLOWTEL_CONTROLPLANE_BIN"); d != "" {
-			binDir = d
-			return
-		}
-		_, self, _, _ := runtime.Caller(0)
-		script := filepath.Join(filepath.Dir(self), "build.sh")
-		out, err := exec.Command(script).Output()
-		if err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				err = fmt.Errorf("%w: %s", err, ee.Stderr)
-			}
-			binErr = fmt.Errorf("building the control plane with %s: %w", script, err)
-			return
-		}
-		binDir = strings.TrimSpace(string(out))
-	})
-	return binDir, binErr
+	if d := os.Getenv("FLOWTEL_CONTROLPLANE_BIN"); d != "" {
+		return d, nil
+	}
+	_, self, _, _ := runtime.Caller(0)
+	return built.Dir(self, "the control plane")
 }
 
 // Start runs etcd and kube-apiserver on free loopback ports until the test ends.
@@ -381,13 +363,7 @@ func StartProcess(t testing.TB, dir, name, path string, args ...string) *exec.Cm
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		proc.Stop(cmd.Process, syscall.SIGTERM, exited, 10*time.Second)
 		logf.Close()
 	})
 	return cmd

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flowtel/flowtel/testbed/proc"
 )
 
 // APIPort is the port of the collector's HTTP API, hard-coded by go-ipfix.
@@ -184,13 +186,7 @@ func stop(cmd *exec.Cmd, exited chan struct{}) {
 		return
 	default:
 	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-exited:
-	case <-time.After(5 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-	}
+	proc.Stop(cmd.Process, os.Interrupt, exited, 5*time.Second)
 }
 
 // Records returns the data records the collector decoded so far, oldest first.

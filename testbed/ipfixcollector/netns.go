@@ -6,12 +6,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/flowtel/flowtel/testbed/netnsjoin"
 )
 
 // Netns is a named network namespace (/run/netns/<Name>).
@@ -66,41 +65,9 @@ func (n *Netns) Exec(name string, args ...string) (string, error) {
 
 // Do runs fn on an OS thread switched into the namespace: sockets fn creates
 // live there and stay there after Do returns.
-func (n *Netns) Do(fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	target, err := os.Open(n.Path())
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("entering namespace %s: %w", n.Name, err)
-	}
-	fnErr := fn()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		// Leave the thread locked: it dies with the goroutine instead of
-		// serving other goroutines from the wrong namespace.
-		return fmt.Errorf("returning from namespace %s: %w", n.Name, err)
-	}
-	runtime.UnlockOSThread()
-	return fnErr
-}
+func (n *Netns) Do(fn func() error) error { return netnsjoin.Do(n.Path(), fn) }
 
 // DialContext dials from inside the namespace.
 func (n *Netns) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	var c net.Conn
-	err := n.Do(func() error {
-		var err error
-		c, err = (&net.Dialer{}).DialContext(ctx, network, address)
-		return err
-	})
-	return c, err
+	return netnsjoin.DialContext(ctx, n.Path(), network, address)
 }

@@ -19,7 +19,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -27,7 +26,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +37,7 @@ import (
 
 	"github.com/flowtel/flowtel/testbed/controlplane"
 	"github.com/flowtel/flowtel/testbed/netlab"
+	"github.com/flowtel/flowtel/testbed/proc"
 )
 
 // Addresses of the cluster's fabric.
@@ -77,32 +76,16 @@ type Cluster struct {
 	opts                Options
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
+// built is build.sh, run at the first Binaries call.
+var built proc.BuildScript
 
 // Binaries returns the directory holding kubelet, kube-proxy,
 // kube-controller-manager, kube-scheduler, kubectl and coredns, building them
 // with build.sh on first use (minutes when the cache is cold; `scripts/peers.sh`
 // builds them ahead of the tests).
 func Binaries() (string, error) {
-	binOnce.Do(func() {
-		_, self, _, _ := runtime.Caller(0)
-		script := filepath.Join(filepath.Dir(self), "build.sh")
-		out, err := exec.Command(script).Output()
-		if err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				err = fmt.Errorf("%w: %s", err, ee.Stderr)
-			}
-			binErr = fmt.Errorf("building the Kubernetes node components with %s: %w", script, err)
-			return
-		}
-		binDir = strings.TrimSpace(string(out))
-	})
-	return binDir, binErr
+	_, self, _, _ := runtime.Caller(0)
+	return built.Dir(self, "the Kubernetes node components")
 }
 
 // Start builds the cluster and waits until every Node is Ready and DNS answers.

@@ -2,61 +2,19 @@ package kube
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
-	"os"
-	"runtime"
 	"sync"
 
-	"golang.org/x/sys/unix"
+	"github.com/flowtel/flowtel/testbed/netnsjoin"
 )
-
-// inNetNS runs fn on an OS thread that has joined the network namespace at
-// path. Sockets fn creates belong to that namespace for their whole life, on
-// whichever thread later uses them. The thread goes back to its own namespace
-// before it is handed back to the Go scheduler. It must not simply exit
-// instead: a child started from it with Pdeathsig (every daemon of the
-// bed) would be killed with it, since the signal follows the parent thread.
-func inNetNS(path string, fn func() error) error {
-	runtime.LockOSThread()
-	self, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer self.Close()
-	target, err := os.Open(path)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("joining network namespace %s: %w", path, err)
-	}
-	fnErr := fn()
-	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-		// Stuck in the other namespace: keep the thread locked, so it
-		// ends with this goroutine's caller rather than serve another.
-		return fmt.Errorf("returning from network namespace %s: %w", path, err)
-	}
-	runtime.UnlockOSThread()
-	return fnErr
-}
 
 // Dialer dials from inside the network namespace at path: how the test
 // process, in its own namespace, reaches the cluster's API server and Pods
 // without an address outside the namespaces the cluster created.
 func Dialer(path string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := inNetNS(path, func() (err error) {
-			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
+		return netnsjoin.DialContext(ctx, path, network, addr)
 	}
 }
 
@@ -66,7 +24,7 @@ func Dialer(path string) func(ctx context.Context, network, addr string) (net.Co
 // when the returned function is called.
 func Relay(path, addr, target string) (stop func(), err error) {
 	var ln net.Listener
-	if err := inNetNS(path, func() (err error) {
+	if err := netnsjoin.Do(path, func() (err error) {
 		ln, err = net.Listen("tcp", addr)
 		return err
 	}); err != nil {

@@ -194,14 +194,7 @@ func (t *Table) insert(key string, r *flowrecord.Record, h half, now time.Time) 
 func (t *Table) finish(e *entry, now time.Time, emit Emit) {
 	t.queue.remove(e.index)
 	t.forget(e)
-	switch {
-	case !e.ready:
-		t.pending--
-		t.exportUnpaired(e, now, ReasonReplaced, emit)
-	case e.updated:
-		t.export(e, now, ReasonReplaced, emit)
-	}
-	t.release(e)
+	t.exportRemoved(e, now, ReasonReplaced, emit)
 	if t.OnReplaced != nil {
 		t.OnReplaced()
 	}
@@ -294,15 +287,24 @@ func (t *Table) enforceBound(now time.Time, emit Emit) {
 	for t.s.MaxRecords > 0 && len(t.entries) > t.s.MaxRecords {
 		e := t.queue.pop()
 		t.forget(e)
-		switch {
-		case !e.ready:
-			t.pending--
-			t.exportUnpaired(e, now, ReasonEvicted, emit)
-		case e.updated:
-			t.export(e, now, ReasonEvicted, emit)
-		}
-		t.release(e)
+		t.exportRemoved(e, now, ReasonEvicted, emit)
 	}
+}
+
+// exportRemoved exports what is unreported of e, already out of the queue
+// and the table (a pending half as unpaired; a paired entry only if it has
+// something new since its last export), then releases it. A connection that
+// is replaced and one evicted by the bound leave the table alike but for
+// the reason they are exported with.
+func (t *Table) exportRemoved(e *entry, now time.Time, why Reason, emit Emit) {
+	switch {
+	case !e.ready:
+		t.pending--
+		t.exportUnpaired(e, now, why, emit)
+	case e.updated:
+		t.export(e, now, why, emit)
+	}
+	t.release(e)
 }
 
 // Flush exports everything held that has not been reported (pending halves
