@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	policyclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 
-	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/policyinsight"
 )
 
@@ -96,83 +93,13 @@ func (p *policyFlags) load(ctx context.Context, namespace func(contextNS string)
 	if p.ch.url == "" {
 		return snap, rec, ns, nil // --follow: the stream brings them
 	}
-	err = p.ch.query(ctx, func(table string) string { return policyQuery(table, p.from, ns) }, func(r map[string]json.RawMessage) error {
-		return addRow(rec, r)
-	})
+	err = p.ch.query(ctx, func(table string) string { return policyinsight.FlowsQuery(table, p.from, ns) }, rec.AddRow)
 	return snap, rec, ns, err
 }
 
 // namespaceName is what a Namespace name can be (a DNS label): it is put
 // into the query as a literal.
 var namespaceName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-
-// endCols are one end's columns the evaluation reads, in the query's order.
-var endCols = []string{"EndpointKind", "IP", "PodNamespace", "PodName", "WorkloadKind", "WorkloadName", "NodeName", "PodLabels"}
-
-// policyQuery groups the window's connections by their two ends, protocol
-// and destination port (the Pod's, after DNAT: what policies match), with
-// their count and time span. It runs on ClickHouse 18.16 as the map's does.
-func policyQuery(table string, from time.Time, namespace string) string {
-	var cols []string
-	for _, side := range []string{"source", "destination"} {
-		for _, c := range endCols {
-			cols = append(cols, side+c)
-		}
-	}
-	cols = append(cols, "protocolIdentifier", "destinationTransportPort")
-	where := fmt.Sprintf("flowEndSeconds >= toDateTime(%d)", from.Unix())
-	if namespace != "" {
-		where += fmt.Sprintf(" AND (sourcePodNamespace = '%[1]s' OR destinationPodNamespace = '%[1]s')", namespace)
-	}
-	group := strings.Join(cols, ", ")
-	return fmt.Sprintf(`SELECT %s,
-    uniqExact(sourceIP, sourceTransportPort, destinationIP, destinationTransportPort, protocolIdentifier) AS connections,
-    toUInt64(toUnixTimestamp(min(flowStartSeconds))) AS first,
-    toUInt64(toUnixTimestamp(max(flowEndSeconds))) AS last
-FROM %s
-WHERE %s
-GROUP BY %s
-FORMAT JSONEachRow`, group, table, where, group)
-}
-
-// addRow adds one row of policyQuery's result.
-func addRow(rec *policyinsight.Recording, r map[string]json.RawMessage) error {
-	var errs []error
-	str := func(k string) string {
-		var s string
-		errs = append(errs, json.Unmarshal(r[k], &s))
-		return s
-	}
-	num := func(k string) uint64 {
-		var u chUint
-		errs = append(errs, json.Unmarshal(r[k], &u))
-		return uint64(u)
-	}
-	end := func(side string) policyinsight.Endpoint {
-		e := policyinsight.Endpoint{Namespace: str(side + "PodNamespace"), Pod: str(side + "PodName"),
-			WorkloadKind: str(side + "WorkloadKind"), WorkloadName: str(side + "WorkloadName"), Node: str(side + "NodeName"),
-			Labels: str(side + "PodLabels")}
-		e.Address, _ = netip.ParseAddr(str(side + "IP"))
-		kind := str(side + "EndpointKind")
-		switch i := slices.Index(flowrecord.EndpointKind(0).Names(), kind); {
-		case kind != "" && i > 0:
-			e.Kind = flowrecord.EndpointKind(i)
-		case e.Pod != "": // a row written without flowtel's columns (Antrea's)
-			e.Kind = flowrecord.EndpointPod
-		default:
-			e.Kind = flowrecord.EndpointExternal
-		}
-		return e
-	}
-	src, dst := end("source"), end("destination")
-	proto, port, n := num("protocolIdentifier"), num("destinationTransportPort"), num("connections")
-	first, last := time.Unix(int64(num("first")), 0), time.Unix(int64(num("last")), 0)
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	rec.Add(src, dst, uint8(proto), uint16(port), n, first, last)
-	return nil
-}
 
 // scopeNamespace resolves -n / --cluster-wide ("" is every Namespace).
 func scopeNamespace(sc *scopeFlags, contextNS string) (string, error) {

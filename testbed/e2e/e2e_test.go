@@ -48,6 +48,8 @@ type options struct {
 	nodeTap     string
 	// conntrackExtra is appended to the conntrack receiver's settings, e.g. ", events: false".
 	conntrackExtra string
+	// k8sFlowExtra is appended to the k8s_flow processor's settings, e.g. ", pod_labels: true".
+	k8sFlowExtra string
 	// otlpTo, when set, is where the gateways export over OTLP (in place of the test's OTLP sink).
 	otlpTo string
 	// asShipped runs the collectors the way the shipped configurations
@@ -478,7 +480,7 @@ extensions:
 receivers:
   conntrack: {netns: %s, poll_interval: %s, active_timeout: %s, idle_timeout: %s%s%s}
 processors:
-  k8s_flow: {auth_type: kubeConfig, kubeconfig: %s}
+  k8s_flow: {auth_type: kubeConfig, kubeconfig: %s%s}
 exporters:
   load_balancing:%s
     resolver: {k8s: {enabled: false}, static: {hostnames: [%s]}}
@@ -486,7 +488,7 @@ exporters:
   extensions: [%s]
   pipelines:
     logs: {exporters: [%s]}
-`+telemetry, netlab.NetNSPath(n.NS), opt.poll, opt.active, opt.idle, noStorage, opt.conntrackExtra, kubeconfig,
+`+telemetry, netlab.NetNSPath(n.NS), opt.poll, opt.active, opt.idle, noStorage, opt.conntrackExtra, kubeconfig, opt.k8sFlowExtra,
 		queue, strings.Join(gateways, ", "), tapExp, extensions, exporters)
 }
 

@@ -26,6 +26,9 @@ type Case struct {
 	// NetworkPolicy enforced by the test's iptables rules, logged to NFLOG);
 	// the client's SYNs go unanswered.
 	Denied bool
+	// Port is the destination port of a Pod destination; 0: the scenario's
+	// 8080 (closedPort when Refused).
+	Port   uint16
 	Expect Expect
 }
 
@@ -34,6 +37,9 @@ const closedPort = 9
 
 // port is the destination port of a Pod destination.
 func (c Case) port() uint16 {
+	if c.Port != 0 {
+		return c.Port
+	}
 	if c.Refused {
 		return closedPort
 	}
