@@ -1,0 +1,102 @@
+//go:build integration
+
+package ctsource
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/mdlayher/netlink"
+	"github.com/ti-mo/conntrack"
+
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/store"
+)
+
+// TestEventsBurstArrivesWhole: a burst of DESTROY events several times a
+// read's batch arrives whole, each event once, in reads of at most
+// eventBatch; Run returns nil when its context ends.
+func TestEventsBurstArrivesWhole(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates a network namespace and conntrack entries")
+	}
+	name := fmt.Sprintf("fcev%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	ns, err := OpenNamespace("/var/run/netns/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	ev, err := ListenDestroy(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5 * eventBatch
+	seen := make(chan []uint16, 1024)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- ev.Run(ctx, func(cs []store.Conn) {
+			ports := make([]uint16, len(cs))
+			for i := range cs {
+				ports[i] = cs[i].SrcPort
+			}
+			seen <- ports
+		})
+	}()
+
+	c, err := conntrack.Dial(&netlink.Config{NetNS: ns.FD()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	src, dst := netip.MustParseAddr("10.1.0.1"), netip.MustParseAddr("10.2.0.1")
+	flows := make([]conntrack.Flow, n)
+	for i := range flows {
+		flows[i] = conntrack.NewFlow(17, 0, src, dst, uint16(1024+i), 53, 30, 0)
+		if err := c.Create(flows[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range flows {
+		if err := c.Delete(flows[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[uint16]int{}
+	reads := 0
+	deadline := time.After(10 * time.Second)
+	for len(got) < n {
+		select {
+		case ports := <-seen:
+			reads++
+			if len(ports) > eventBatch {
+				t.Fatalf("one read handed over %d events, more than a batch (%d)", len(ports), eventBatch)
+			}
+			for _, p := range ports {
+				got[p]++
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d DESTROY events arrived", len(got), n)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run returned %v after its context ended, want nil", err)
+	}
+	for p, k := range got {
+		if p < 1024 || p >= 1024+n || k != 1 {
+			t.Fatalf("port %d handed over %d times", p, k)
+		}
+	}
+	if reads < n/eventBatch {
+		t.Fatalf("%d events in %d reads", n, reads)
+	}
+}
