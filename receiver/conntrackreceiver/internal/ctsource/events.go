@@ -82,8 +82,9 @@ func ListenDestroy(ns *Namespace) (*Events, error) {
 }
 
 // Run hands the DESTROY events of each read to fn, converted (Convert), until
-// ctx ends (it returns nil) or the socket fails (it returns the error, e.g.
-// ENOBUFS, or a message it cannot decode). fn runs on Run's goroutine; the
+// ctx ends or the socket fails (it returns the error, e.g. ENOBUFS, or a
+// message it cannot decode). When ctx ends, the events already in the socket
+// are handed to fn too, then Run returns nil. fn runs on Run's goroutine; the
 // slice is valid until fn returns. The socket is closed when Run returns.
 func (e *Events) Run(ctx context.Context, fn func([]store.Conn)) error {
 	defer e.nl.Close()
@@ -93,55 +94,74 @@ func (e *Events) Run(ctx context.Context, fn func([]store.Conn)) error {
 	linger := time.NewTimer(eventLinger)
 	linger.Stop()
 	for {
-		n, err := e.read()
-		if ctx.Err() != nil {
-			return nil
-		}
+		n, err := e.read(ctx)
 		if err != nil {
 			return err
 		}
-		e.conns = e.conns[:0]
-		for i := range n {
-			if e.hdrs[i].Hdr.Flags&unix.MSG_TRUNC != 0 || int(e.hdrs[i].Len) > eventSlot {
-				return errTruncatedEvent
-			}
-			if err := e.parse(e.buf[i*eventSlot : i*eventSlot+int(e.hdrs[i].Len)]); err != nil {
-				return err
-			}
+		if err := e.handle(n, fn); err != nil {
+			return err
 		}
-		if len(e.conns) > 0 {
-			fn(e.conns)
+		if n == eventBatch {
+			continue
 		}
-		if n < eventBatch {
-			linger.Reset(eventLinger)
-			select {
-			case <-ctx.Done():
-				linger.Stop()
-				return nil
-			case <-linger.C:
-			}
+		if ctx.Err() != nil {
+			return nil // the socket is empty
+		}
+		linger.Reset(eventLinger)
+		select {
+		case <-ctx.Done():
+			linger.Stop()
+		case <-linger.C:
 		}
 	}
 }
 
-// read takes up to eventBatch datagrams with one recvmmsg, waiting in the
-// runtime's poller while there are none; it returns how many it read.
-func (e *Events) read() (int, error) {
+// handle converts the n datagrams of the last read and hands their DESTROY
+// events to fn.
+func (e *Events) handle(n int, fn func([]store.Conn)) error {
+	e.conns = e.conns[:0]
+	for i := range n {
+		if e.hdrs[i].Hdr.Flags&unix.MSG_TRUNC != 0 || int(e.hdrs[i].Len) > eventSlot {
+			return errTruncatedEvent
+		}
+		if err := e.parse(e.buf[i*eventSlot : i*eventSlot+int(e.hdrs[i].Len)]); err != nil {
+			return err
+		}
+	}
+	if len(e.conns) > 0 {
+		fn(e.conns)
+	}
+	return nil
+}
+
+// read takes up to eventBatch datagrams with one recvmmsg and returns how
+// many it read. While there are none it waits in the runtime's poller, unless
+// ctx has ended: then it returns 0.
+func (e *Events) read(ctx context.Context) (int, error) {
 	var n int
 	var rerr error
-	err := e.raw.Read(func(fd uintptr) bool {
+	recv := func(fd uintptr) bool {
 		r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&e.hdrs[0])), uintptr(len(e.hdrs)),
 			unix.MSG_DONTWAIT, 0, 0)
-		if errno == unix.EAGAIN || errno == unix.EWOULDBLOCK {
-			return false
-		}
-		if errno != 0 {
-			rerr = errno
-		} else {
+		switch errno {
+		case 0:
 			n = int(r)
+		case unix.EAGAIN:
+			return false
+		default:
+			rerr = errno
 		}
 		return true
-	})
+	}
+	var err error
+	if ctx.Err() == nil {
+		err = e.raw.Read(recv)
+	}
+	if ctx.Err() != nil {
+		// Shutdown: what the socket holds, without waiting.
+		n, rerr = 0, nil
+		err = e.raw.Control(func(fd uintptr) { recv(fd) })
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -17,14 +17,13 @@ import (
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/store"
 )
 
-// TestEventsBurstArrivesWhole: a burst of DESTROY events several times a
-// read's batch arrives whole, each event once, in reads of at most
-// eventBatch; Run returns nil when its context ends.
-func TestEventsBurstArrivesWhole(t *testing.T) {
+// testNamespace is a new network namespace, removed at the end of the test.
+func testNamespace(t *testing.T, name string) *Namespace {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates a network namespace and conntrack entries")
 	}
-	name := fmt.Sprintf("fcev%d", os.Getpid())
+	name = fmt.Sprintf("%s%d", name, os.Getpid())
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v %s", err, out)
 	}
@@ -33,25 +32,14 @@ func TestEventsBurstArrivesWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ns.Close()
-	ev, err := ListenDestroy(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 5 * eventBatch
-	seen := make(chan []uint16, 1024)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- ev.Run(ctx, func(cs []store.Conn) {
-			ports := make([]uint16, len(cs))
-			for i := range cs {
-				ports[i] = cs[i].SrcPort
-			}
-			seen <- ports
-		})
-	}()
+	t.Cleanup(func() { ns.Close() })
+	return ns
+}
 
+// churnBurst creates n UDP entries in ns from source ports 1024… and then
+// deletes them all: n DESTROY events.
+func churnBurst(t *testing.T, ns *Namespace, n int) {
+	t.Helper()
 	c, err := conntrack.Dial(&netlink.Config{NetNS: ns.FD()})
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +58,31 @@ func TestEventsBurstArrivesWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestEventsBurstArrivesWhole: a burst of DESTROY events several times a
+// read's batch arrives whole, each event once, in reads of at most
+// eventBatch; Run returns nil when its context ends.
+func TestEventsBurstArrivesWhole(t *testing.T) {
+	ns := testNamespace(t, "fcev")
+	ev, err := ListenDestroy(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5 * eventBatch
+	seen := make(chan []uint16, 1024)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- ev.Run(ctx, func(cs []store.Conn) {
+			ports := make([]uint16, len(cs))
+			for i := range cs {
+				ports[i] = cs[i].SrcPort
+			}
+			seen <- ports
+		})
+	}()
+	churnBurst(t, ns, n)
 	got := map[uint16]int{}
 	reads := 0
 	deadline := time.After(10 * time.Second)
@@ -98,5 +111,27 @@ func TestEventsBurstArrivesWhole(t *testing.T) {
 	}
 	if reads < n/eventBatch {
 		t.Fatalf("%d events in %d reads", n, reads)
+	}
+}
+
+// TestEventsRunAfterShutdownDrains: events still in the socket when the
+// context ends are handed over before Run returns (the receiver's last poll
+// then applies them).
+func TestEventsRunAfterShutdownDrains(t *testing.T) {
+	ns := testNamespace(t, "fcsd")
+	ev, err := ListenDestroy(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3*eventBatch + 7
+	churnBurst(t, ns, n)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got := 0
+	if err := ev.Run(ctx, func(cs []store.Conn) { got += len(cs) }); err != nil {
+		t.Fatal(err)
+	}
+	if got != n {
+		t.Fatalf("Run with its context ended handed over %d events of the %d in the socket", got, n)
 	}
 }
