@@ -13,6 +13,7 @@ import (
 
 	"github.com/mdlayher/netlink"
 	"github.com/ti-mo/conntrack"
+	"golang.org/x/sys/unix"
 
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/store"
 )
@@ -62,12 +63,20 @@ func churnBurst(t *testing.T, ns *Namespace, n int) {
 
 // TestEventsBurstArrivesWhole: a burst of DESTROY events several times a
 // read's batch arrives whole, each event once, in reads of at most
-// eventBatch; Run returns nil when its context ends.
+// eventBatch; Run returns nil when its context ends. The socket's buffer is
+// the full eventReadBuffer, above net.core.rmem_max.
 func TestEventsBurstArrivesWhole(t *testing.T) {
 	ns := testNamespace(t, "fcev")
 	ev, err := ListenDestroy(ns)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var rcvbuf int
+	if err := ev.raw.Control(func(fd uintptr) { rcvbuf, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF) }); err != nil {
+		t.Fatal(err)
+	}
+	if rcvbuf < 2*eventReadBuffer { // the kernel reports twice what was asked
+		t.Fatalf("event socket buffer %d bytes, want %d whatever net.core.rmem_max says", rcvbuf, 2*eventReadBuffer)
 	}
 	const n = 5 * eventBatch
 	seen := make(chan []uint16, 1024)
