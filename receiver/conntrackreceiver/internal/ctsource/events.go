@@ -3,11 +3,9 @@ package ctsource
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"time"
 	"unsafe"
 
-	"github.com/mdlayher/netlink"
 	"github.com/ti-mo/netfilter"
 	"golang.org/x/sys/unix"
 
@@ -41,9 +39,15 @@ var errTruncatedEvent = fmt.Errorf("conntrack event larger than %d bytes", event
 // the socket itself, many datagrams per system call and wake-up, and decodes
 // them without allocating (ti-mo/conntrack's Listen takes two receive calls,
 // a goroutine hand-off and about 20 allocations per event).
+//
+// The socket is a blocking one, outside the runtime's network poller: the
+// poller's edge-triggered epoll would wake an idle thread for every event
+// datagram arriving while Run lingers (10k wake-ups/s at 10k connections/s,
+// most of the CPU left once reading was batched). Run's thread blocks in
+// recvmmsg only while the socket is empty; SO_RCVTIMEO bounds that wait so
+// that Run sees its context end.
 type Events struct {
-	nl   *netlink.Conn
-	raw  syscall.RawConn
+	fd   int
 	buf  []byte
 	iovs []unix.Iovec
 	hdrs []unix.Mmsghdr
@@ -52,23 +56,25 @@ type Events struct {
 	conns []store.Conn
 }
 
+// eventWait bounds a read of an empty event socket: how long Run takes to see
+// its context end.
+const eventWait = 100 * time.Millisecond
+
 // ListenDestroy subscribes to DESTROY events in ns.
 func ListenDestroy(ns *Namespace) (*Events, error) {
-	nl, err := netlink.Dial(unix.NETLINK_NETFILTER, netlinkConfig(ns))
+	fd := -1
+	err := ns.Do(func() (err error) {
+		fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+		return err
+	})
 	if err != nil {
 		return nil, netlinkError(ns, "cannot open the conntrack event socket", err, fixModule)
 	}
-	raw, err := nl.SyscallConn()
-	if err != nil {
-		nl.Close()
-		return nil, netlinkError(ns, "cannot open the conntrack event socket", err, fixModule)
-	}
-	setEventBuffer(nl, raw)
-	if err := nl.JoinGroup(uint32(netfilter.GroupCTDestroy)); err != nil {
-		nl.Close()
+	if err := subscribe(fd); err != nil {
+		unix.Close(fd)
 		return nil, netlinkError(ns, "cannot subscribe to conntrack DESTROY events", err, fixModule)
 	}
-	e := &Events{nl: nl, raw: raw, buf: make([]byte, eventBatch*eventSlot),
+	e := &Events{fd: fd, buf: make([]byte, eventBatch*eventSlot),
 		iovs: make([]unix.Iovec, eventBatch), hdrs: make([]unix.Mmsghdr, eventBatch),
 		conns: make([]store.Conn, 0, eventBatch)}
 	for i := range e.hdrs {
@@ -80,34 +86,46 @@ func ListenDestroy(ns *Namespace) (*Events, error) {
 	return e, nil
 }
 
-// setEventBuffer gives the socket eventReadBuffer, above net.core.rmem_max
-// (SO_RCVBUFFORCE: the receiver has CAP_NET_ADMIN, which conntrack needs
-// anyway) or else up to it: an event takes about 1.3 KB of it, so Linux's
-// default cap (twice 208 KB) holds only ~330 events, 33 ms at 10k/s. A
-// larger buffer makes overflow rarer; failing to set it is not fatal.
-func setEventBuffer(nl *netlink.Conn, raw syscall.RawConn) {
-	var err error
-	if cerr := raw.Control(func(fd uintptr) {
-		err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, eventReadBuffer)
-	}); cerr != nil || err != nil {
-		_ = nl.SetReadBuffer(eventReadBuffer)
+// subscribe binds fd, bounds its reads by eventWait, gives it eventReadBuffer
+// and joins the DESTROY group.
+//
+// The buffer is set above net.core.rmem_max (SO_RCVBUFFORCE: the receiver
+// has CAP_NET_ADMIN, which conntrack needs anyway), or else up to it: an
+// event takes about 1.3 KB of it, so Linux's default cap (twice 208 KB) holds
+// only ~330 events, 33 ms at 10k/s. A larger buffer makes overflow rarer;
+// failing to set it is not fatal.
+func subscribe(fd int) error {
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
 	}
+	tv := unix.NsecToTimeval(eventWait.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return err
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, eventReadBuffer); err != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, eventReadBuffer)
+	}
+	return unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_ADD_MEMBERSHIP, int(netfilter.GroupCTDestroy))
 }
 
 // Run hands the DESTROY events of each read to fn, converted (Convert), until
 // ctx ends or the socket fails (it returns the error, e.g. ENOBUFS, or a
 // message it cannot decode). When ctx ends, the events already in the socket
-// are handed to fn too, then Run returns nil. fn runs on Run's goroutine; the
-// slice is valid until fn returns. The socket is closed when Run returns.
+// are handed to fn too, then Run returns nil (within eventWait). fn runs on
+// Run's goroutine; the slice is valid until fn returns. The socket is closed
+// when Run returns.
 func (e *Events) Run(ctx context.Context, fn func([]store.Conn)) error {
-	defer e.nl.Close()
-	// Cancelling ctx ends a read waiting in the runtime's poller.
-	stop := context.AfterFunc(ctx, func() { _ = e.nl.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer unix.Close(e.fd)
 	linger := time.NewTimer(eventLinger)
 	linger.Stop()
 	for {
-		n, err := e.read(ctx)
+		// While ctx lasts, wait for the first datagram (at most eventWait);
+		// once it has ended, take what the socket holds.
+		flags := unix.MSG_WAITFORONE
+		if ctx.Err() != nil {
+			flags = unix.MSG_DONTWAIT
+		}
+		n, err := e.read(flags)
 		if err != nil {
 			return err
 		}
@@ -118,7 +136,13 @@ func (e *Events) Run(ctx context.Context, fn func([]store.Conn)) error {
 			continue
 		}
 		if ctx.Err() != nil {
-			return nil // the socket is empty
+			if flags == unix.MSG_DONTWAIT {
+				return nil // the socket is empty
+			}
+			continue
+		}
+		if n == 0 {
+			continue // eventWait passed without an event
 		}
 		linger.Reset(eventLinger)
 		select {
@@ -148,37 +172,23 @@ func (e *Events) handle(n int, fn func([]store.Conn)) error {
 }
 
 // read takes up to eventBatch datagrams with one recvmmsg and returns how
-// many it read. While there are none it waits in the runtime's poller, unless
-// ctx has ended: then it returns 0.
-func (e *Events) read(ctx context.Context) (int, error) {
-	var n int
-	var rerr error
-	recv := func(fd uintptr) bool {
-		r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&e.hdrs[0])), uintptr(len(e.hdrs)),
-			unix.MSG_DONTWAIT, 0, 0)
+// many it read: 0 when none came (EAGAIN: the socket is empty, or eventWait
+// passed).
+func (e *Events) read(flags int) (int, error) {
+	for {
+		r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(e.fd), uintptr(unsafe.Pointer(&e.hdrs[0])), uintptr(len(e.hdrs)),
+			uintptr(flags), 0, 0)
 		switch errno {
 		case 0:
-			n = int(r)
+			return int(r), nil
 		case unix.EAGAIN:
-			return false
+			return 0, nil
+		case unix.EINTR:
+			continue
 		default:
-			rerr = errno
+			return 0, errno
 		}
-		return true
 	}
-	var err error
-	if ctx.Err() == nil {
-		err = e.raw.Read(recv)
-	}
-	if ctx.Err() != nil {
-		// Shutdown: what the socket holds, without waiting.
-		n, rerr = 0, nil
-		err = e.raw.Control(func(fd uintptr) { recv(fd) })
-	}
-	if err != nil {
-		return 0, err
-	}
-	return n, rerr
 }
 
 // parse decodes the DESTROY messages of one datagram into e.conns.

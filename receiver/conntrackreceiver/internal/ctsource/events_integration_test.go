@@ -72,7 +72,7 @@ func TestEventsBurstArrivesWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rcvbuf int
-	if err := ev.raw.Control(func(fd uintptr) { rcvbuf, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF) }); err != nil {
+	if rcvbuf, err = unix.GetsockoptInt(ev.fd, unix.SOL_SOCKET, unix.SO_RCVBUF); err != nil {
 		t.Fatal(err)
 	}
 	if rcvbuf < 2*eventReadBuffer { // the kernel reports twice what was asked
