@@ -33,18 +33,24 @@ const eventsPerRead = 100
 // (created through netlink) and returns its path.
 func benchTable(b *testing.B) string { return benchTableOf(b, benchEntries) }
 
-// benchTableOf creates a namespace holding n UDP conntrack entries.
-func benchTableOf(b testing.TB, n int) string {
+// benchNamespace creates an empty network namespace, removed at the end of
+// the benchmark, and returns its path; it skips without root.
+func benchNamespace(b testing.TB, name string) string {
 	b.Helper()
 	if os.Geteuid() != 0 {
 		b.Skip("needs root: creates a network namespace and conntrack entries")
 	}
-	name := fmt.Sprintf("fctb%d-%d", os.Getpid(), n)
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		b.Fatalf("ip netns add: %v %s", err, out)
 	}
 	b.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
-	path := "/var/run/netns/" + name
+	return "/var/run/netns/" + name
+}
+
+// benchTableOf creates a namespace holding n UDP conntrack entries.
+func benchTableOf(b testing.TB, n int) string {
+	b.Helper()
+	path := benchNamespace(b, fmt.Sprintf("fctb%d-%d", os.Getpid(), n))
 	ns, err := ctsource.OpenNamespace(path)
 	if err != nil {
 		b.Fatal(err)

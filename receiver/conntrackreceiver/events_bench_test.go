@@ -50,15 +50,7 @@ func BenchmarkEventsChurn(b *testing.B) {
 }
 
 func benchmarkEventsChurn(b *testing.B, rate int) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root: creates a network namespace and conntrack entries")
-	}
-	name := fmt.Sprintf("fcch%d-%d", os.Getpid(), rate)
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		b.Fatalf("ip netns add: %v %s", err, out)
-	}
-	b.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
-	path := "/var/run/netns/" + name
+	path := benchNamespace(b, fmt.Sprintf("fcch%d-%d", os.Getpid(), rate))
 
 	tel := componenttest.NewTelemetry()
 	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
