@@ -7,7 +7,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/ti-mo/conntrack"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
@@ -21,7 +20,7 @@ import (
 func (r *conntrackReceiver) runEvents(ctx context.Context, ev *ctsource.Events) {
 	defer r.wg.Done()
 	for {
-		err := ev.Run(ctx, r.queueEvent)
+		err := ev.Run(ctx, r.queueEvents)
 		if ctx.Err() != nil {
 			return
 		}
@@ -45,23 +44,22 @@ func (r *conntrackReceiver) runEvents(ctx context.Context, ev *ctsource.Events) 
 	}
 }
 
-// queueEvent runs on the event goroutine: it converts the flow and leaves it
-// for the poll loop.
-func (r *conntrackReceiver) queueEvent(f *conntrack.Flow) {
+// queueEvents runs on the event goroutine: it leaves the events of one read
+// for the poll loop, under one lock, and wakes the poll loop when the queue
+// reaches evWakeAt.
+func (r *conntrackReceiver) queueEvents(cs []store.Conn) {
 	at := r.now()
 	r.evMu.Lock()
 	n := len(r.evPending)
-	full := n >= r.cfg.MaxQueuedEvents
-	if !full {
-		r.evPending = append(r.evPending, pendingEvent{at: at})
-		ctsource.Convert(f, &r.evPending[n].conn)
+	take := min(len(cs), max(0, r.cfg.MaxQueuedEvents-n))
+	for i := range take {
+		r.evPending = append(r.evPending, pendingEvent{conn: cs[i], at: at})
 	}
 	r.evMu.Unlock()
-	if full {
-		r.tel.ReceiverConntrackEvents.Add(context.Background(), 1, eventQueueFull)
-		return
+	if shed := len(cs) - take; shed > 0 {
+		r.tel.ReceiverConntrackEvents.Add(context.Background(), int64(shed), eventQueueFull)
 	}
-	if n+1 == r.evWakeAt {
+	if n < r.evWakeAt && n+take >= r.evWakeAt {
 		select {
 		case r.evWake <- struct{}{}:
 		default:

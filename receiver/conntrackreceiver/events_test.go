@@ -14,7 +14,9 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
+	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/store"
 )
 
 // TestEventsReportConnectionsBetweenPolls: a UDP exchange whose conntrack
@@ -69,28 +71,40 @@ func TestEventsReportConnectionsBetweenPolls(t *testing.T) {
 
 // TestEventQueueIsBoundedAndCountsWhatItSheds: DESTROY events over
 // max_queued_events are shed and counted; the poll loop is woken to drain the
-// queue once it holds evWakeAt events (here half the bound).
+// queue once it holds evWakeAt events (here half the bound), whether the
+// events come one per read or many.
 func TestEventQueueIsBoundedAndCountsWhatItSheds(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	set := receivertest.NewNopSettings(metadata.Type)
-	set.TelemetrySettings = tel.NewTelemetrySettings()
-	cfg := createDefaultConfig()
-	cfg.MaxQueuedEvents = 10
-	r, err := newReceiver(set, cfg, consumertest.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := conntrack.NewFlow(6, 0, netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), 1000, 80, 0, 0)
-	for i := range 15 {
+	conns := make([]store.Conn, 15)
+	for i := range conns {
 		f.TupleOrig.Proto.SourcePort = uint16(1000 + i)
-		r.queueEvent(&f)
-		if i == 4 && len(r.evWake) != 1 {
-			t.Fatal("the poll loop was not woken at half the bound")
-		}
+		ctsource.Convert(&f, &conns[i])
 	}
-	h := &harness{t: t, tel: tel}
-	if len(r.evPending) != 10 || h.counter("otelcol_receiver_conntrack_events", "queue_full") != 5 {
-		t.Fatalf("queued %d, queue_full %d: want 10 queued and 5 shed", len(r.evPending), h.counter("otelcol_receiver_conntrack_events", "queue_full"))
+	for _, perRead := range []int{1, 3, 15} {
+		tel := componenttest.NewTelemetry()
+		t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+		set := receivertest.NewNopSettings(metadata.Type)
+		set.TelemetrySettings = tel.NewTelemetrySettings()
+		cfg := createDefaultConfig()
+		cfg.MaxQueuedEvents = 10
+		r, err := newReceiver(set, cfg, consumertest.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(conns); i += perRead {
+			r.queueEvents(conns[i:min(len(conns), i+perRead)])
+			if woken := len(r.evWake) == 1; woken != (i+perRead >= 5) {
+				t.Fatalf("%d per read: after %d events woken=%v; want the poll loop woken at half the bound", perRead, i+perRead, woken)
+			}
+		}
+		h := &harness{t: t, tel: tel}
+		if len(r.evPending) != 10 || h.counter("otelcol_receiver_conntrack_events", "queue_full") != 5 {
+			t.Fatalf("%d per read: queued %d, queue_full %d: want 10 queued and 5 shed", perRead, len(r.evPending), h.counter("otelcol_receiver_conntrack_events", "queue_full"))
+		}
+		for i, e := range r.evPending {
+			if e.conn.SrcPort != uint16(1000+i) {
+				t.Fatalf("%d per read: queued event %d is port %d, want %d (the first ones are kept, in order)", perRead, i, e.conn.SrcPort, 1000+i)
+			}
+		}
 	}
 }

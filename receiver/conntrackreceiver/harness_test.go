@@ -23,7 +23,7 @@ import (
 
 // harness runs one receiver against a sink and in-memory telemetry.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	rcv  receiver.Logs
 	sink *consumertest.LogsSink
 	tel  *componenttest.Telemetry

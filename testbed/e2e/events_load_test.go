@@ -28,8 +28,9 @@ import (
 // reports them; with events off it misses every connection that lives
 // between two polls. The storage variant adds the node distribution's
 // file_storage checkpoint of the receiver. Measured over a 60 s window after a 15 s warm-up: the
-// collector's CPU (share of one core), RSS at the end, the rate the generator
-// reached, and the records the collector accepted per second.
+// collector's CPU (share of one core, and per record accepted), RSS (mean
+// and peak of one reading a second over the window, and at the end), the rate the generator reached, and the records the collector accepted
+// per second.
 // Run: make load (or -bench NodeCollectorEvents).
 func BenchmarkNodeCollectorEvents(b *testing.B) {
 	for _, rate := range []int{1000, 10_000} {
@@ -59,9 +60,18 @@ func benchmarkNodeCollectorEvents(b *testing.B, rate int, events, storage bool) 
 	for range b.N {
 		accepted0 := acceptedRecords(b, node)
 		made0 := gen.created()
-		b.ReportMetric(cpuShare(b, node, window), "cpu-%/core")
+		rss := sampleRSS(node, time.Second)
+		cpu := cpuShare(b, node, window)
+		rssMean, rssMax := rss.stop()
+		b.ReportMetric(rssMean/(1<<20), "rss-mean-MB")
+		b.ReportMetric(rssMax/(1<<20), "rss-max-MB")
+		records := (acceptedRecords(b, node) - accepted0) / window.Seconds()
+		b.ReportMetric(cpu, "cpu-%/core")
 		b.ReportMetric(float64(gen.created()-made0)/window.Seconds(), "conns/s")
-		b.ReportMetric((acceptedRecords(b, node)-accepted0)/window.Seconds(), "records/s")
+		b.ReportMetric(records, "records/s")
+		// CPU per connection reported: compares across runs whatever rate
+		// the generator reached on a busy machine.
+		b.ReportMetric(cpu/100*1e6/max(records, 1), "cpu-µs/record")
 	}
 	rss, err := node.RSS()
 	require.NoError(b, err)
@@ -76,6 +86,46 @@ func benchmarkNodeCollectorEvents(b *testing.B, rate int, events, storage bool) 
 	if e := gen.err(); e != nil {
 		b.Fatalf("churn generator: %v", e)
 	}
+}
+
+// rssSampler reads a collector's RSS at an interval until stopped.
+type rssSampler struct {
+	done      chan struct{}
+	wg        sync.WaitGroup
+	sum, peak float64
+	n         int
+}
+
+// sampleRSS samples p's RSS every interval: one reading at the end of a run
+// depends on where it falls between two polls' exports.
+func sampleRSS(p *collector.Process, interval time.Duration) *rssSampler {
+	s := &rssSampler{done: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+				if v, err := p.RSS(); err == nil {
+					s.sum += float64(v)
+					s.peak = max(s.peak, float64(v))
+					s.n++
+				}
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns the mean and the peak.
+func (s *rssSampler) stop() (mean, peak float64) {
+	close(s.done)
+	s.wg.Wait()
+	return s.sum / float64(max(s.n, 1)), s.peak
 }
 
 // acceptedRecords is how many records a collector's receivers accepted so far.
