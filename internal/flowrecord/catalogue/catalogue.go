@@ -45,10 +45,28 @@ type Field struct {
 	WrittenWhenZero bool
 
 	value func(agg bool) Value
+	// name is the Name of a field without an attribute.
+	name string
 	// wire is the Ref its IEs and columns carry: Ref, or for a field
 	// outside the attributes, where it is all the same.
 	wire Ref
 }
+
+// Name names the field among the catalogue's: its attribute, or for a field
+// carried outside the attributes a name of its own in parentheses
+// ("(end)", "(cluster_uid)"). Wires mapping fields outside the catalogue's
+// own lists (Antrea's protobuf Flow) key their mappings by it.
+func (f *Field) Name() string {
+	if f.Attribute != "" {
+		return f.Attribute
+	}
+	return f.name
+}
+
+// WireRef is where the field is in a Record for the wires: its Ref, or for
+// a field carried outside the attributes (the end, the cluster UID) where it
+// is all the same; the zero Ref for a derived field.
+func (f *Field) WireRef() Ref { return f.wire }
 
 // Ref is where a field lives in a Record: its Kind (KindBytes16 for the
 // conntrack labels, whatever its Value reads), its offset in the Record, or

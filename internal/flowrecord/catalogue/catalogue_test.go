@@ -116,3 +116,22 @@ func findField(t *testing.T, attr string) Field {
 	t.Fatalf("no field %s", attr)
 	return Field{}
 }
+
+// Every field has a Name, unique (wires outside the catalogue key their
+// mappings by it), and every field not derived a WireRef.
+func TestFieldNames(t *testing.T) {
+	seen := map[string]bool{}
+	for _, f := range catalogue {
+		n := f.Name()
+		if n == "" || seen[n] {
+			t.Errorf("field %q (%s): no name, or a name twice", n, f.Doc)
+		}
+		seen[n] = true
+		if !f.Derived && f.WireRef().Kind == KindNone {
+			t.Errorf("%s: no WireRef", n)
+		}
+	}
+	if !seen["(end)"] || !seen["(cluster_uid)"] {
+		t.Error("the fields outside the attributes are not named (end), (cluster_uid)")
+	}
+}

@@ -128,8 +128,8 @@ func policyAttrs(dir string, get func(*Record) *fr.Policy, ids [6]uint16, col in
 
 // wireOnly is a field that is not a LogRecord attribute, of kind k, where
 // get points: its IEs and columns carry its Ref, the Field has none.
-func wireOnly[T any](doc string, k Kind, get func(*Record) *T, v Value) Field {
-	return Field{Doc: doc, wire: refOf(k, get), value: func(bool) Value { return v }}
+func wireOnly[T any](name, doc string, k Kind, get func(*Record) *T, v Value) Field {
+	return Field{name: "(" + name + ")", Doc: doc, wire: refOf(k, get), value: func(bool) Value { return v }}
 }
 
 // buildCatalogue lists the fields in the order the attribute form writes
@@ -163,7 +163,7 @@ func buildCatalogue() []Field {
 		ipv4: 12, ipv6: 28, port: 11, namespace: 102, pod: 103, podUID: 160, labels: 144, node: 105, nodeUID: 162,
 		colIP: 7, colPort: 9, colPod: 22, colNamespace: 23, colNode: 24, colLabels: 41})...)
 	add(
-		wireOnly("*(LogRecord `Timestamp`)* End of this record: the connection's last observation.",
+		wireOnly("end", "*(LogRecord `Timestamp`)* End of this record: the connection's last observation.",
 			KindTime, func(r *Record) *time.Time { return &r.End }, Value{Kind: KindTime, Time: func(r *Record) time.Time { return r.End }}).
 			ie(iana("flowEndSeconds", 151, DateTimeSeconds)).col(antreaCol("flowEndSeconds", DateTime, 2)),
 	)
@@ -293,7 +293,7 @@ func buildCatalogue() []Field {
 			func(a *fr.Aggregation) *uint64 { return &a.ReverseThroughputFromDestination }),
 	)
 	// The exporters put the value they chose in Record.ClusterUID.
-	add(wireOnly("*(resource `k8s.cluster.uid`)* Cluster the record was seen in: the exporter's configured value, else the resource attribute `k8s.cluster.uid`.",
+	add(wireOnly("cluster_uid", "*(resource `k8s.cluster.uid`)* Cluster the record was seen in: the exporter's configured value, else the resource attribute `k8s.cluster.uid`.",
 		KindString, func(r *Record) *string { return &r.ClusterUID }, Value{Kind: KindString, String: func(r *Record) string { return r.ClusterUID }}).
 		ie(antrea("clusterId", 158, String)).col(antreaCol("clusterUUID", CHString, 48)))
 	return fs
