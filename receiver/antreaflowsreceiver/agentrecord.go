@@ -20,12 +20,9 @@ type agentRecord struct {
 	protocol   uint8
 	tcpState   string
 
-	src, dst       agentEndpoint
-	stats, reverse agentCounters
-	serviceAddr    netip.Addr
-	// clusterAddr is the IPFIX destinationClusterIPv4/6: serviceAddr when
-	// the agent did not send destinationServiceIPv4/6.
-	clusterAddr       netip.Addr
+	src, dst          agentEndpoint
+	stats, reverse    agentCounters
+	serviceAddr       netip.Addr
 	servicePort       uint16
 	servicePortName   string
 	serviceUID        string

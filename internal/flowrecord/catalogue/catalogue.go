@@ -284,6 +284,14 @@ type IE struct {
 	// carried outside the attributes (the end time, the cluster UID); the
 	// zero Ref for an IE with a Value of its own.
 	Ref Ref
+	// Inbound IEs are read from Antrea's agents and never written: the
+	// exporters' layouts and IPFIXElements leave them out (the agents'
+	// string policy UIDs, where the exporters write 16-byte UUIDs).
+	Inbound bool
+	// Fallback IEs are read only while their field is unset: a deprecated
+	// IE carrying what another IE of the field carries (Antrea's
+	// destinationClusterIPv4/6, which older agents send alone).
+	Fallback bool
 }
 
 // ColumnType is the ClickHouse type of a column: only types every ClickHouse
@@ -326,12 +334,15 @@ type Column struct {
 // Fields returns the catalogue in attribute order (the order Encode writes).
 func Fields() []Field { return slices.Clone(catalogue) }
 
-// IPFIXElements returns every IE of the catalogue by name.
+// IPFIXElements returns every IE of the catalogue the exporters may write
+// (not the Inbound ones) by name.
 func IPFIXElements() map[string]IE {
 	out := make(map[string]IE)
 	for _, f := range catalogue {
 		for _, ie := range f.IPFIX {
-			out[ie.Name] = ie
+			if !ie.Inbound {
+				out[ie.Name] = ie
+			}
 		}
 	}
 	return out
@@ -375,6 +386,12 @@ func iana(name string, id uint16, t IEType) IE {
 func antrea(name string, id uint16, t IEType) IE {
 	return IE{Name: name, Enterprise: EnterpriseAntrea, ID: id, Type: t}
 }
+
+// inbound marks an IE read from agents, never written.
+func (ie IE) inbound() IE { ie.Inbound = true; return ie }
+
+// fallback marks an IE read only while its field is unset.
+func (ie IE) fallback() IE { ie.Fallback = true; return ie }
 
 // carrying gives an IE its own value.
 func (ie IE) carrying(v Value) IE { ie.Value = v; return ie }

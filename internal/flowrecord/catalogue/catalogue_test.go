@@ -30,13 +30,16 @@ func TestCatalogueIEsMatchTheRegistry(t *testing.T) {
 			if reg.ElementId != ie.ID || reg.DataType != entities.IEDataType(ie.Type) {
 				t.Errorf("IE %s: catalogue says ID %d type %s, registry ID %d type %d", ie.Name, ie.ID, ie.Type, reg.ElementId, reg.DataType)
 			}
+			if _, written := IPFIXElements()[ie.Name]; written == ie.Inbound {
+				t.Errorf("IE %s: inbound %v, in IPFIXElements %v", ie.Name, ie.Inbound, written)
+			}
 			if ie.Value.Kind == KindNone {
 				t.Errorf("IE %s carries no value", ie.Name)
 			}
 		}
 	}
-	if len(IPFIXElements()) != n {
-		t.Errorf("IPFIXElements has %d IEs, the catalogue %d", len(IPFIXElements()), n)
+	if len(IPFIXElements()) != n-2 {
+		t.Errorf("IPFIXElements has %d IEs, the catalogue %d and 2 inbound", len(IPFIXElements()), n)
 	}
 }
 
