@@ -3,6 +3,8 @@ package antreaflowsreceiver
 import (
 	"net/netip"
 	"time"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
 // agentRecord is one flow record as an Antrea agent sends it, whichever the
@@ -18,12 +20,9 @@ type agentRecord struct {
 	protocol   uint8
 	tcpState   string
 
-	src, dst       agentEndpoint
-	stats, reverse agentCounters
-	serviceAddr    netip.Addr
-	// clusterAddr is the IPFIX destinationClusterIPv4/6: serviceAddr when
-	// the agent did not send destinationServiceIPv4/6.
-	clusterAddr       netip.Addr
+	src, dst          agentEndpoint
+	stats, reverse    agentCounters
+	serviceAddr       netip.Addr
 	servicePort       uint16
 	servicePortName   string
 	serviceUID        string
@@ -59,4 +58,20 @@ type agentPolicy struct {
 	uid        string
 	rule       string
 	ruleAction uint8
+}
+
+// The agent record's parts of a record's (fromRecord).
+
+func agentEndpointOf(e *flowrecord.Endpoint) agentEndpoint {
+	return agentEndpoint{addr: e.Address, port: e.Port, namespace: e.Namespace, pod: e.PodName, podUID: e.PodUID,
+		node: e.NodeName, nodeUID: e.NodeUID}
+}
+
+func agentCountersOf(c flowrecord.Counters) agentCounters {
+	return agentCounters{packetTotal: c.PacketTotal, octetTotal: c.OctetTotal, packetDelta: c.PacketDelta, octetDelta: c.OctetDelta}
+}
+
+func agentPolicyOf(p *flowrecord.Policy) agentPolicy {
+	return agentPolicy{typ: uint8(p.Type), namespace: p.Namespace, name: p.Name, uid: p.UID, rule: p.RuleName,
+		ruleAction: uint8(p.RuleAction)}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"time"
 
 	"go.uber.org/zap"
@@ -16,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
+	"github.com/flowtel/flowtel/internal/antreawire/flowpb"
+	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
 func (r *antreaReceiver) startGRPC() error {
@@ -64,6 +65,7 @@ func (s *exportService) Export(stream grpc.ClientStreamingServer[pb.ExportReques
 		}
 	}
 	var records []agentRecord
+	var scratch flowrecord.Record
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -93,7 +95,7 @@ func (s *exportService) Export(stream grpc.ClientStreamingServer[pb.ExportReques
 		records = records[:0]
 		for _, f := range req.GetFlows() {
 			var a agentRecord
-			if err := fromFlow(f, now, &a); err != nil {
+			if err := fromFlow(f, now, &a, &scratch); err != nil {
 				r.refused(ctx, reasonMalformedRecord, 1, err)
 				continue
 			}
@@ -103,100 +105,31 @@ func (s *exportService) Export(stream grpc.ClientStreamingServer[pb.ExportReques
 	}
 }
 
-// fromFlow reads what an agent put in a Flow message.
-func fromFlow(f *pb.Flow, now time.Time, a *agentRecord) error {
-	if f == nil {
-		return errors.New("empty flow")
-	}
-	var err error
-	ip := f.GetIp()
-	if a.src.addr, err = addrOf(ip.GetSource(), "ip.source"); err != nil {
+// fromFlow reads what an agent put in a Flow message: its catalogue fields
+// through the one pb.Flow mapping (flowpb, the fields agents send), then
+// what only the receiver reads: when the agent sent it and its observation
+// domain (which Node sent it).
+// scratch holds what flowpb reads, from Flow to Flow.
+func fromFlow(f *pb.Flow, now time.Time, a *agentRecord, scratch *flowrecord.Record) error {
+	if err := flowpb.Take(f, scratch, true); err != nil {
 		return err
 	}
-	if a.dst.addr, err = addrOf(ip.GetDestination(), "ip.destination"); err != nil {
-		return err
-	}
-	if f.GetStartTs() != nil {
-		a.start = f.GetStartTs().AsTime()
-	}
-	if f.GetEndTs() != nil {
-		a.end = f.GetEndTs().AsTime()
-	}
+	fromRecord(scratch, a)
 	if t := f.GetIpfix().GetExportTime(); t != nil {
 		a.exportTime = t.AsTime()
 	}
 	a.observationDomain = f.GetIpfix().GetObservationDomainId()
-	if f.GetEndReason() < 0 || f.GetEndReason() > 255 {
-		return fmt.Errorf("end_reason %d out of range", f.GetEndReason())
-	}
-	a.endReason = uint8(f.GetEndReason())
-	tr := f.GetTransport()
-	if tr.GetProtocolNumber() > 255 || tr.GetSourcePort() > 65535 || tr.GetDestinationPort() > 65535 {
-		return errors.New("transport: protocol number over 255 or port over 65535")
-	}
-	a.protocol, a.src.port, a.dst.port = uint8(tr.GetProtocolNumber()), uint16(tr.GetSourcePort()), uint16(tr.GetDestinationPort())
-	a.tcpState = tr.GetTcp().GetStateName()
-	a.stats, a.reverse = statsOf(f.GetStats()), statsOf(f.GetReverseStats())
-	if f.GetProxySnatPort() > 65535 {
-		return errors.New("proxy_snat_port over 65535")
-	}
-	if a.proxySNATAddr, err = addrOf(f.GetProxySnatIp(), "proxy_snat_ip"); err != nil {
-		return err
-	}
-	a.proxySNATPort = uint16(f.GetProxySnatPort())
-
-	k := f.GetK8S()
-	if k.GetFlowType() < 0 || k.GetFlowType() > 255 {
-		return fmt.Errorf("k8s.flow_type %d out of range", k.GetFlowType())
-	}
-	a.flowType = uint8(k.GetFlowType())
-	a.src.namespace, a.src.pod, a.src.podUID = k.GetSourcePodNamespace(), k.GetSourcePodName(), k.GetSourcePodUid()
-	a.src.node, a.src.nodeUID = k.GetSourceNodeName(), k.GetSourceNodeUid()
-	a.dst.namespace, a.dst.pod, a.dst.podUID = k.GetDestinationPodNamespace(), k.GetDestinationPodName(), k.GetDestinationPodUid()
-	a.dst.node, a.dst.nodeUID = k.GetDestinationNodeName(), k.GetDestinationNodeUid()
-	if k.GetDestinationServicePort() > 65535 {
-		return errors.New("k8s.destination_service_port over 65535")
-	}
-	a.servicePort, a.servicePortName, a.serviceUID = uint16(k.GetDestinationServicePort()), k.GetDestinationServicePortName(), k.GetDestinationServiceUid()
-	svc := k.GetDestinationServiceIp()
-	if len(svc) == 0 {
-		svc = k.GetDestinationClusterIp()
-	}
-	if a.serviceAddr, err = addrOf(svc, "k8s.destination_service_ip"); err != nil {
-		return err
-	}
-	a.ingress = agentPolicy{typ: uint8(k.GetIngressNetworkPolicyType()), namespace: k.GetIngressNetworkPolicyNamespace(),
-		name: k.GetIngressNetworkPolicyName(), uid: k.GetIngressNetworkPolicyUid(), rule: k.GetIngressNetworkPolicyRuleName(),
-		ruleAction: uint8(k.GetIngressNetworkPolicyRuleAction())}
-	a.egress = agentPolicy{typ: uint8(k.GetEgressNetworkPolicyType()), namespace: k.GetEgressNetworkPolicyNamespace(),
-		name: k.GetEgressNetworkPolicyName(), uid: k.GetEgressNetworkPolicyUid(), rule: k.GetEgressNetworkPolicyRuleName(),
-		ruleAction: uint8(k.GetEgressNetworkPolicyRuleAction())}
-	for _, v := range []int32{int32(k.GetIngressNetworkPolicyType()), int32(k.GetEgressNetworkPolicyType()),
-		int32(k.GetIngressNetworkPolicyRuleAction()), int32(k.GetEgressNetworkPolicyRuleAction())} {
-		if v < 0 || v > 255 {
-			return fmt.Errorf("k8s: network policy type or rule action %d out of range", v)
-		}
-	}
-	a.egressName, a.egressUID, a.egressNode, a.egressNodeUID = k.GetEgressName(), k.GetEgressUid(), k.GetEgressNodeName(), k.GetEgressNodeUid()
-	if a.egressAddr, err = addrOf(k.GetEgressIp(), "k8s.egress_ip"); err != nil {
-		return err
-	}
 	return nil
 }
 
-// addrOf reads an address of 4 or 16 bytes; empty or unspecified is not set.
-func addrOf(b []byte, field string) (netip.Addr, error) {
-	if len(b) == 0 {
-		return netip.Addr{}, nil
-	}
-	a, ok := netip.AddrFromSlice(b)
-	if !ok {
-		return netip.Addr{}, fmt.Errorf("%s: %d bytes, not an IPv4 or IPv6 address", field, len(b))
-	}
-	return validAddr(a), nil
-}
-
-func statsOf(s *pb.Stats) agentCounters {
-	return agentCounters{packetTotal: s.GetPacketTotalCount(), octetTotal: s.GetOctetTotalCount(),
-		packetDelta: s.GetPacketDeltaCount(), octetDelta: s.GetOctetDeltaCount()}
+// fromRecord is the agent record of what flowpb read.
+func fromRecord(r *flowrecord.Record, a *agentRecord) {
+	*a = agentRecord{start: r.Start, end: r.End, endReason: uint8(r.EndReason), flowType: uint8(r.FlowType), protocol: r.Protocol,
+		tcpState: r.TCPState, src: agentEndpointOf(&r.Source), dst: agentEndpointOf(&r.Destination),
+		stats: agentCountersOf(r.Stats), reverse: agentCountersOf(r.ReverseStats),
+		serviceAddr: r.Service.Address, servicePort: r.Service.Port, servicePortName: r.Service.PortName, serviceUID: r.Service.UID,
+		proxySNATAddr: r.ProxySNATAddress, proxySNATPort: r.ProxySNATPort,
+		ingress: agentPolicyOf(&r.IngressPolicy), egress: agentPolicyOf(&r.EgressPolicy),
+		egressName: r.Egress.Name, egressUID: r.Egress.UID, egressAddr: r.Egress.Address,
+		egressNode: r.Egress.NodeName, egressNodeUID: r.Egress.NodeUID}
 }

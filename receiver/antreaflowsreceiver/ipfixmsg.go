@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
 // The IPFIX message structure (RFC 7011): a 16-byte message header, then
@@ -136,7 +138,7 @@ func parseTemplateSet(b []byte, add func(id uint16, t *template), withdraw func(
 // bad is a value that does not fit its IE (the record is refused, the next
 // one is read); err is a record that does not fit in the set (the rest of
 // the set cannot be trusted).
-func (t *template) nextRecord(b []byte, into *agentRecord) (rest []byte, bad, err error) {
+func (t *template) nextRecord(b []byte, into *flowrecord.Record) (rest []byte, bad, err error) {
 	for i := range t.fields {
 		f := &t.fields[i]
 		n := int(f.length)

@@ -1,6 +1,8 @@
 package antreaflowsreceiver
 
 import (
+	"github.com/flowtel/flowtel/internal/flowrecord"
+
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -28,6 +30,9 @@ type session struct {
 	lastSeen  time.Time
 	// records is the scratch the message's records are decoded into.
 	records []agentRecord
+	// scratch is where the catalogue's IEs are read into, record by
+	// record, before becoming an agent record (fromRecord).
+	scratch flowrecord.Record
 	limits  *templateLimits // nil: unbounded (tests of the decoder alone)
 	// seq follows the exporter's sequence numbers (UDP).
 	seq sequences
@@ -198,7 +203,8 @@ func (s *session) decode(msg []byte, now time.Time) (messageResult, error) {
 		for len(set) >= t.minLen && len(set) > 0 {
 			s.records = append(s.records, agentRecord{})
 			a := &s.records[len(s.records)-1]
-			rest, bad, err := t.nextRecord(set, a)
+			s.scratch = flowrecord.Record{}
+			rest, bad, err := t.nextRecord(set, &s.scratch)
 			if err == nil {
 				res.framed++
 			}
@@ -212,9 +218,7 @@ func (s *session) decode(msg []byte, now time.Time) (messageResult, error) {
 				s.records = s.records[:len(s.records)-1]
 				res.refuse(reasonMalformedRecord, bad)
 			} else {
-				if !a.serviceAddr.IsValid() {
-					a.serviceAddr = a.clusterAddr
-				}
+				fromRecord(&s.scratch, a)
 				a.exportTime = h.exportTime
 				a.observationDomain = h.domain
 			}

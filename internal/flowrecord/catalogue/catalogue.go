@@ -45,10 +45,28 @@ type Field struct {
 	WrittenWhenZero bool
 
 	value func(agg bool) Value
+	// name is the Name of a field without an attribute.
+	name string
 	// wire is the Ref its IEs and columns carry: Ref, or for a field
 	// outside the attributes, where it is all the same.
 	wire Ref
 }
+
+// Name names the field among the catalogue's: its attribute, or for a field
+// carried outside the attributes a name of its own in parentheses
+// ("(end)", "(cluster_uid)"). Wires mapping fields outside the catalogue's
+// own lists (Antrea's protobuf Flow) key their mappings by it.
+func (f *Field) Name() string {
+	if f.Attribute != "" {
+		return f.Attribute
+	}
+	return f.name
+}
+
+// WireRef is where the field is in a Record for the wires: its Ref, or for
+// a field carried outside the attributes (the end, the cluster UID) where it
+// is all the same; the zero Ref for a derived field.
+func (f *Field) WireRef() Ref { return f.wire }
 
 // Ref is where a field lives in a Record: its Kind (KindBytes16 for the
 // conntrack labels, whatever its Value reads), its offset in the Record, or
@@ -266,6 +284,14 @@ type IE struct {
 	// carried outside the attributes (the end time, the cluster UID); the
 	// zero Ref for an IE with a Value of its own.
 	Ref Ref
+	// Inbound IEs are read from Antrea's agents and never written: the
+	// exporters' layouts and IPFIXElements leave them out (the agents'
+	// string policy UIDs, where the exporters write 16-byte UUIDs).
+	Inbound bool
+	// Fallback IEs are read only while their field is unset: a deprecated
+	// IE carrying what another IE of the field carries (Antrea's
+	// destinationClusterIPv4/6, which older agents send alone).
+	Fallback bool
 }
 
 // ColumnType is the ClickHouse type of a column: only types every ClickHouse
@@ -308,12 +334,15 @@ type Column struct {
 // Fields returns the catalogue in attribute order (the order Encode writes).
 func Fields() []Field { return slices.Clone(catalogue) }
 
-// IPFIXElements returns every IE of the catalogue by name.
+// IPFIXElements returns every IE of the catalogue the exporters may write
+// (not the Inbound ones) by name.
 func IPFIXElements() map[string]IE {
 	out := make(map[string]IE)
 	for _, f := range catalogue {
 		for _, ie := range f.IPFIX {
-			out[ie.Name] = ie
+			if !ie.Inbound {
+				out[ie.Name] = ie
+			}
 		}
 	}
 	return out
@@ -357,6 +386,12 @@ func iana(name string, id uint16, t IEType) IE {
 func antrea(name string, id uint16, t IEType) IE {
 	return IE{Name: name, Enterprise: EnterpriseAntrea, ID: id, Type: t}
 }
+
+// inbound marks an IE read from agents, never written.
+func (ie IE) inbound() IE { ie.Inbound = true; return ie }
+
+// fallback marks an IE read only while its field is unset.
+func (ie IE) fallback() IE { ie.Fallback = true; return ie }
 
 // carrying gives an IE its own value.
 func (ie IE) carrying(v Value) IE { ie.Value = v; return ie }

@@ -30,13 +30,16 @@ func TestCatalogueIEsMatchTheRegistry(t *testing.T) {
 			if reg.ElementId != ie.ID || reg.DataType != entities.IEDataType(ie.Type) {
 				t.Errorf("IE %s: catalogue says ID %d type %s, registry ID %d type %d", ie.Name, ie.ID, ie.Type, reg.ElementId, reg.DataType)
 			}
+			if _, written := IPFIXElements()[ie.Name]; written == ie.Inbound {
+				t.Errorf("IE %s: inbound %v, in IPFIXElements %v", ie.Name, ie.Inbound, written)
+			}
 			if ie.Value.Kind == KindNone {
 				t.Errorf("IE %s carries no value", ie.Name)
 			}
 		}
 	}
-	if len(IPFIXElements()) != n {
-		t.Errorf("IPFIXElements has %d IEs, the catalogue %d", len(IPFIXElements()), n)
+	if len(IPFIXElements()) != n-2 {
+		t.Errorf("IPFIXElements has %d IEs, the catalogue %d and 2 inbound", len(IPFIXElements()), n)
 	}
 }
 
@@ -115,4 +118,23 @@ func findField(t *testing.T, attr string) Field {
 	}
 	t.Fatalf("no field %s", attr)
 	return Field{}
+}
+
+// Every field has a Name, unique (wires outside the catalogue key their
+// mappings by it), and every field not derived a WireRef.
+func TestFieldNames(t *testing.T) {
+	seen := map[string]bool{}
+	for _, f := range catalogue {
+		n := f.Name()
+		if n == "" || seen[n] {
+			t.Errorf("field %q (%s): no name, or a name twice", n, f.Doc)
+		}
+		seen[n] = true
+		if !f.Derived && f.WireRef().Kind == KindNone {
+			t.Errorf("%s: no WireRef", n)
+		}
+	}
+	if !seen["(end)"] || !seen["(cluster_uid)"] {
+		t.Error("the fields outside the attributes are not named (end), (cluster_uid)")
+	}
 }

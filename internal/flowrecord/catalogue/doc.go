@@ -8,7 +8,12 @@
 // the ipfix exporter's layouts, the clickhouse_flows exporter's table, the
 // flow_stream history reader and the generated tables of docs/flow-schema.md
 // and docs/clickhouse.md all come from it: for those, adding a field to the
-// Record and one entry here (fields.go) is all they need. The inbound Antrea
-// wires (antrea_flows' IPFIX IE table and gRPC fromFlow) and flow_stream's
-// pb.Flow (toFlow) still map fields by hand.
+// Record and one entry here (fields.go) is all they need. antrea_flows'
+// inbound IPFIX IE table comes from it too (IEs marked Inbound are read
+// from agents and never written; Fallback ones read only while their field
+// is unset). Antrea's protobuf Flow, which flow_stream writes and
+// antrea_flows reads, has one mapping keyed by Field.Name and located
+// through Field.WireRef, internal/antreawire/flowpb: a field that Flow
+// carries is one line there too. antrea_flows still copies what it reads
+// into its own agent record (fromRecord), which a new field must join.
 package catalogue

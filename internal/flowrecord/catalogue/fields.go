@@ -99,9 +99,10 @@ func countersAttrs(prefix, docWhat, iePrefix, ieSuffix string, ieIDs [4]uint16, 
 func lowerFirst(s string) string { return strings.ToLower(s[:1]) + s[1:] }
 
 // policyAttrs builds one direction's policy fields; ids are the IEs of Type,
-// Namespace, Name, UUID, RuleName and fr.RuleAction, col the position of the
-// direction's first column (Name) in Antrea's table.
-func policyAttrs(dir string, get func(*Record) *fr.Policy, ids [6]uint16, col int) []Field {
+// Namespace, Name, UUID, RuleName, fr.RuleAction and the UID the agents
+// send as a string (read only), col the position of the direction's first
+// column (Name) in Antrea's table.
+func policyAttrs(dir string, get func(*Record) *fr.Policy, ids [7]uint16, col int) []Field {
 	p := "flow." + dir + "_policy."
 	ie := func(field string, id uint16, t IEType) IE { return antrea(dir+"NetworkPolicy"+field, id, t) }
 	column := func(field string, t ColumnType, pos int) Column {
@@ -117,7 +118,7 @@ func policyAttrs(dir string, get func(*Record) *fr.Policy, ids [6]uint16, col in
 		strAttr(p+"name", func(r *Record) *string { return &get(r).Name }).
 			doc("Name of the " + dir + " NetworkPolicy.").ie(ie("Name", ids[2], String)).col(column("Name", CHString, 0)),
 		strAttr(p+"uid", func(r *Record) *string { return &get(r).UID }).
-			doc("UID of the " + dir + " NetworkPolicy.").ie(ie("UUID", ids[3], OctetArray)),
+			doc("UID of the "+dir+" NetworkPolicy.").ie(ie("UUID", ids[3], OctetArray), ie("UID", ids[6], String).inbound()),
 		strAttr(p+"rule_name", func(r *Record) *string { return &get(r).RuleName }).
 			doc("Name of the " + dir + " rule.").ie(ie("RuleName", ids[4], String)).col(column("RuleName", CHString, 2)),
 		enumAttr(p+"rule_action", func(r *Record) *fr.RuleAction { return &get(r).RuleAction }).
@@ -128,8 +129,8 @@ func policyAttrs(dir string, get func(*Record) *fr.Policy, ids [6]uint16, col in
 
 // wireOnly is a field that is not a LogRecord attribute, of kind k, where
 // get points: its IEs and columns carry its Ref, the Field has none.
-func wireOnly[T any](doc string, k Kind, get func(*Record) *T, v Value) Field {
-	return Field{Doc: doc, wire: refOf(k, get), value: func(bool) Value { return v }}
+func wireOnly[T any](name, doc string, k Kind, get func(*Record) *T, v Value) Field {
+	return Field{name: "(" + name + ")", Doc: doc, wire: refOf(k, get), value: func(bool) Value { return v }}
 }
 
 // buildCatalogue lists the fields in the order the attribute form writes
@@ -163,7 +164,7 @@ func buildCatalogue() []Field {
 		ipv4: 12, ipv6: 28, port: 11, namespace: 102, pod: 103, podUID: 160, labels: 144, node: 105, nodeUID: 162,
 		colIP: 7, colPort: 9, colPod: 22, colNamespace: 23, colNode: 24, colLabels: 41})...)
 	add(
-		wireOnly("*(LogRecord `Timestamp`)* End of this record: the connection's last observation.",
+		wireOnly("end", "*(LogRecord `Timestamp`)* End of this record: the connection's last observation.",
 			KindTime, func(r *Record) *time.Time { return &r.End }, Value{Kind: KindTime, Time: func(r *Record) time.Time { return r.End }}).
 			ie(iana("flowEndSeconds", 151, DateTimeSeconds)).col(antreaCol("flowEndSeconds", DateTime, 2)),
 	)
@@ -201,7 +202,7 @@ func buildCatalogue() []Field {
 		addrAttr("flow.service.address", func(r *Record) *netip.Addr { return &r.Service.Address }).
 			doc("Service address the connection used (ClusterIP, Node address of a NodePort, LoadBalancer ingress IP, externalIP); Antrea's deprecated destinationClusterIP carries it too.").
 			ie(antrea("destinationServiceIPv4", 168, IPv4Address), antrea("destinationServiceIPv6", 169, IPv6Address),
-				antrea("destinationClusterIPv4", 106, IPv4Address), antrea("destinationClusterIPv6", 107, IPv6Address)).
+				antrea("destinationClusterIPv4", 106, IPv4Address).fallback(), antrea("destinationClusterIPv6", 107, IPv6Address).fallback()).
 			col(antreaCol("destinationClusterIP", CHString, 25), flowtelCol("destinationServiceIP", CHString)),
 		u16("flow.service.port", func(r *Record) *uint16 { return &r.Service.Port }).
 			doc("Service port the connection used.").ie(antrea("destinationServicePort", 108, Unsigned16)).col(antreaCol("destinationServicePort", UInt16, 26)),
@@ -211,8 +212,8 @@ func buildCatalogue() []Field {
 		u16("flow.proxy_snat.port", func(r *Record) *uint16 { return &r.ProxySNATPort }).
 			doc("Source port after SNAT on the observing hop.").ie(antrea("proxySnatPort", 172, Unsigned16)).col(flowtelCol("proxySnatPort", UInt16)),
 	)
-	add(policyAttrs("ingress", func(r *Record) *fr.Policy { return &r.IngressPolicy }, [6]uint16{115, 111, 110, 164, 141, 139}, 28)...)
-	add(policyAttrs("egress", func(r *Record) *fr.Policy { return &r.EgressPolicy }, [6]uint16{118, 113, 112, 165, 142, 140}, 33)...)
+	add(policyAttrs("ingress", func(r *Record) *fr.Policy { return &r.IngressPolicy }, [7]uint16{115, 111, 110, 164, 141, 139, 114}, 28)...)
+	add(policyAttrs("egress", func(r *Record) *fr.Policy { return &r.EgressPolicy }, [7]uint16{118, 113, 112, 165, 142, 140, 117}, 33)...)
 	add(
 		strAttr("flow.egress.name", func(r *Record) *string { return &r.Egress.Name }).
 			doc("Antrea Egress used by a to-external flow.").ie(antrea("egressName", 153, String)).col(antreaCol("egressName", CHString, 49)),
@@ -293,7 +294,7 @@ func buildCatalogue() []Field {
 			func(a *fr.Aggregation) *uint64 { return &a.ReverseThroughputFromDestination }),
 	)
 	// The exporters put the value they chose in Record.ClusterUID.
-	add(wireOnly("*(resource `k8s.cluster.uid`)* Cluster the record was seen in: the exporter's configured value, else the resource attribute `k8s.cluster.uid`.",
+	add(wireOnly("cluster_uid", "*(resource `k8s.cluster.uid`)* Cluster the record was seen in: the exporter's configured value, else the resource attribute `k8s.cluster.uid`.",
 		KindString, func(r *Record) *string { return &r.ClusterUID }, Value{Kind: KindString, String: func(r *Record) string { return r.ClusterUID }}).
 		ie(antrea("clusterId", 158, String)).col(antreaCol("clusterUUID", CHString, 48)))
 	return fs

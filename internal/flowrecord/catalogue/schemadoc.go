@@ -27,6 +27,9 @@ func SchemaMarkdown() string {
 		ies := make([]string, len(f.IPFIX))
 		for i, ie := range f.IPFIX {
 			ies[i] = fmt.Sprintf("%s (%d, %d)", ie.Name, ie.ID, ie.Enterprise)
+			if ie.Inbound {
+				ies[i] += " read only"
+			}
 		}
 		cols := make([]string, len(f.ClickHouse))
 		for i, c := range f.ClickHouse {
