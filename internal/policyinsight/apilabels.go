@@ -89,34 +89,34 @@ func workloadLabels(ctx context.Context, kube kubernetes.Interface, e *Endpoint)
 	apps, batch := kube.AppsV1(), kube.BatchV1()
 	var sel *metav1.LabelSelector
 	var template map[string]string
-	switch e.WorkloadKind {
-	case "":
+	switch kind := e.WorkloadKind; {
+	case e.WorkloadName == "": // a Pod without an owner (as Endpoint.Workload)
 		p, err := kube.CoreV1().Pods(ns).Get(ctx, e.Pod, metav1.GetOptions{})
 		if err != nil {
 			return nil, nil, apiError(err, "pods", ns, e.Pod)
 		}
 		return withoutVolatile(maps.Clone(p.Labels)), p.Labels, nil
-	case "Deployment":
+	case kind == "Deployment":
 		sel, template, err = get(ctx, apps.Deployments(ns).Get, name, func(o *appsv1.Deployment) (*metav1.LabelSelector, map[string]string) {
 			return o.Spec.Selector, o.Spec.Template.Labels
 		})
-	case "ReplicaSet":
+	case kind == "ReplicaSet":
 		sel, template, err = get(ctx, apps.ReplicaSets(ns).Get, name, func(o *appsv1.ReplicaSet) (*metav1.LabelSelector, map[string]string) {
 			return o.Spec.Selector, o.Spec.Template.Labels
 		})
-	case "StatefulSet":
+	case kind == "StatefulSet":
 		sel, template, err = get(ctx, apps.StatefulSets(ns).Get, name, func(o *appsv1.StatefulSet) (*metav1.LabelSelector, map[string]string) {
 			return o.Spec.Selector, o.Spec.Template.Labels
 		})
-	case "DaemonSet":
+	case kind == "DaemonSet":
 		sel, template, err = get(ctx, apps.DaemonSets(ns).Get, name, func(o *appsv1.DaemonSet) (*metav1.LabelSelector, map[string]string) {
 			return o.Spec.Selector, o.Spec.Template.Labels
 		})
-	case "Job":
+	case kind == "Job":
 		sel, template, err = get(ctx, batch.Jobs(ns).Get, name, func(o *batchv1.Job) (*metav1.LabelSelector, map[string]string) {
 			return o.Spec.Selector, o.Spec.Template.Labels
 		})
-	case "CronJob":
+	case kind == "CronJob":
 		sel, template, err = get(ctx, batch.CronJobs(ns).Get, name, func(o *batchv1.CronJob) (*metav1.LabelSelector, map[string]string) {
 			return o.Spec.JobTemplate.Spec.Selector, o.Spec.JobTemplate.Spec.Template.Labels
 		})

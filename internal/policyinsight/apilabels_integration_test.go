@@ -21,16 +21,16 @@ import (
 	"github.com/flowtel/flowtel/testbed/controlplane"
 )
 
-// TestRecommendWithLabelsFromTheAPI: rows as the shipped node collectors
-// write them (no Pod labels) for web (a Deployment), tool (a bare Pod),
-// gone (a Deployment since deleted) and api (a Deployment whose rows do
-// carry labels). Against a real kube-apiserver holding web, tool and api,
+// TestPolicyRecommendWithLabelsFromTheAPI: rows as the shipped node
+// collectors write them (no Pod labels) for web (a Deployment), tool (a
+// bare Pod), gone (a Deployment since deleted) and api (a Deployment whose
+// rows do carry labels). Against a real kube-apiserver holding web, tool and api,
 // recommend selects web by its Deployment's matchLabels (not its
 // template's other label), tool by its Pod's labels, api by its recorded
 // labels rather than the API's, and writes nothing for gone, with a note
 // naming why and pod_labels. A caller who may not read the workloads gets
 // the same notes, not an error.
-func TestRecommendWithLabelsFromTheAPI(t *testing.T) {
+func TestPolicyRecommendWithLabelsFromTheAPI(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx := context.Background()
 	_, err := cp.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{})
