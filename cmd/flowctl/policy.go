@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,6 +42,9 @@ type policyFlags struct {
 	ch    clickhouseFlags
 	since string
 	from  time.Time // the window's start, from since
+	// labels are the API server's for the workloads whose records carry
+	// none (load fills it when it reads ClickHouse).
+	labels *policyinsight.APILabels
 }
 
 // register adds the flags; stream adds the flow stream's too (what-if
@@ -93,8 +98,13 @@ func (p *policyFlags) load(ctx context.Context, namespace func(contextNS string)
 	if p.ch.url == "" {
 		return snap, rec, ns, nil // --follow: the stream brings them
 	}
-	err = p.ch.query(ctx, func(table string) string { return policyinsight.FlowsQuery(table, p.from, ns) }, rec.AddRow)
-	return snap, rec, ns, err
+	if err = p.ch.query(ctx, func(table string) string { return policyinsight.FlowsQuery(table, p.from, ns) }, rec.AddRow); err != nil {
+		return nil, nil, "", err
+	}
+	// Without k8s_flow's pod_labels (off as shipped) the rows carry no
+	// labels: the workloads' own, from the API server, stand in.
+	rec, p.labels = policyinsight.ResolveLabels(ctx, kube, rec)
+	return snap, rec, ns, nil
 }
 
 // namespaceName is what a Namespace name can be (a DNS label): it is put
@@ -169,6 +179,11 @@ func whatIfCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
 				return err
 			}
 			return followWhatIf(ctx, &pf, &sc, ev, *output == "json", stdout, stderr)
+		}
+		if pf.labels != nil {
+			for _, k := range slices.Sorted(maps.Keys(pf.labels.Missing)) {
+				fmt.Fprintln(stderr, "flowctl: note:", pf.labels.Note(k, "its connections are undetermined where a selector must match it"))
+			}
 		}
 		rep, err := policyinsight.WhatIf(snap, draft, rec.Flows())
 		if err != nil {
@@ -274,7 +289,7 @@ func recommendCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
 			return err
 		}
 		r := policyinsight.Recommend(ns, rec.Flows(), policyinsight.RecommendOptions{Isolation: iso, MinObserved: *minObserved,
-			Kind: *kind, Priority: int32(*priority)})
+			Kind: *kind, Priority: int32(*priority), APILabels: pf.labels})
 		for _, n := range r.Notes {
 			fmt.Fprintln(stderr, "flowctl: note:", n)
 		}

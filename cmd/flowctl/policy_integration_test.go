@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,6 +76,7 @@ func shopRecords(now time.Time) []*flowrecord.Record {
 type policyEnv struct {
 	cp   *controlplane.ControlPlane
 	pol  policyclient.Interface
+	ch   *chserver.Server
 	base []string // flowctl policy flags reaching both
 }
 
@@ -111,9 +113,20 @@ func startPolicyEnv(t *testing.T) *policyEnv {
 
 	srv := chserver.Start(t, chserver.Options{})
 	demodata.Write(t, srv, "pol", shopRecords(time.Now()))
-	return &policyEnv{cp: cp, pol: pol, base: []string{"--kubeconfig", cp.Kubeconfig(t, "admin", cp.AdminToken),
+	return &policyEnv{cp: cp, pol: pol, ch: srv, base: []string{"--kubeconfig", cp.Kubeconfig(t, "admin", cp.AdminToken),
 		"--clickhouse", fmt.Sprintf("http://127.0.0.1:%d", srv.HTTPPort), "--database", "pol"}}
 }
+
+// narrowDB is a draft narrowing data's db policy to shop's api.
+const narrowDB = `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: db, namespace: data}
+spec:
+  podSelector: {matchLabels: {app: db}}
+  ingress:
+  - from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: shop}}, podSelector: {matchLabels: {app: api}}}]
+`
 
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
@@ -130,15 +143,7 @@ func writeFile(t *testing.T, name, content string) string {
 func TestPolicyWhatIf(t *testing.T) {
 	e := startPolicyEnv(t)
 	ctx := context.Background()
-	narrow := writeFile(t, "narrow.yaml", `
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata: {name: db, namespace: data}
-spec:
-  podSelector: {matchLabels: {app: db}}
-  ingress:
-  - from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: shop}}, podSelector: {matchLabels: {app: api}}}]
-`)
+	narrow := writeFile(t, "narrow.yaml", narrowDB)
 	out, errOut, code := flowctl(ctx, append([]string{"policy", "what-if", "-f", narrow, "--cluster-wide"}, e.base...)...)
 	assert.Equal(t, 1, code, errOut)
 	assert.Contains(t, errOut, "flowctl: 10 recorded connections (every Namespace, since ")
@@ -244,4 +249,68 @@ func TestPolicyRecommend(t *testing.T) {
 	_, errOut, code = flowctl(ctx, append([]string{"policy", "recommend", "-n", "shop", "--kind", "cnp"}, e.base...)...)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "--kind: \"cnp\" is not np or anp")
+}
+
+// TestPolicyRecommendShipped: the shop's records as the shipped node
+// collectors write them, without Pod labels, in their own database. The
+// API server has web, api, db and CoreDNS but no longer the report Job.
+// What-if of the narrowed db policy leaves report's connection
+// undetermined, with a note saying why, and api's (labels from its
+// Deployment) admitted; recommend selects web and api by their
+// Deployments' matchLabels, and notes that report has none (why, and
+// pod_labels).
+func TestPolicyRecommendShipped(t *testing.T) {
+	e := startPolicyEnv(t)
+	ctx := context.Background()
+	recs := shopRecords(time.Now())
+	for _, r := range recs {
+		r.Source.PodLabels, r.Destination.PodLabels = nil, nil
+	}
+	demodata.Write(t, e.ch, "shipped", recs)
+	podSpec := func(labels map[string]string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/c"}}}}
+	}
+	for _, d := range []struct{ ns, name, key, value string }{
+		{"shop", "web", "app", "web"}, {"shop", "api", "app", "api"}, {"kube-system", "coredns", "k8s-app", "kube-dns"},
+	} {
+		_, err := e.cp.Admin.AppsV1().Deployments(d.ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: d.name},
+			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{d.key: d.value}},
+				Template: podSpec(map[string]string{d.key: d.value, "tier": "x"})}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	_, err := e.cp.Admin.AppsV1().StatefulSets("data").Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			Template: podSpec(map[string]string{"app": "db"})}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	args := append(e.base, "--database", "shipped")
+
+	// What-if first: the recommended policies, once created, would make
+	// every unlabelled Pod of shop a maybe-subject of theirs.
+	narrow := writeFile(t, "narrow.yaml", narrowDB)
+	out, errOut, code := flowctl(ctx, append([]string{"policy", "what-if", "-f", narrow, "-n", "shop"}, args...)...)
+	assert.Zero(t, code, errOut)
+	assert.Contains(t, errOut, "flowctl: note: shop/Job/report: no labels recorded, and the API server has no jobs.batch shop/report now: "+
+		"its connections are undetermined where a selector must match it")
+	assert.Regexp(t, `admitted -> undetermined +shop/Job/report +data/StatefulSet/db +TCP/5432`, out)
+	assert.NotContains(t, out, "shop/Deployment/api", "api's labels came from its Deployment: still admitted")
+
+	out, errOut, code = flowctl(ctx, append([]string{"policy", "recommend", "-n", "shop", "--since", "1d"}, args...)...)
+	require.Zero(t, code, errOut)
+	assert.Contains(t, errOut, "flowctl: note: shop/Job/report: no labels recorded, and the API server has no jobs.batch shop/report now: "+
+		"no policy selects it (k8s_flow's pod_labels: true records them)")
+	assert.Contains(t, errOut, "flowctl: 2 policies for Namespace shop from 10 recorded connections since ")
+	assert.Contains(t, errOut, "what-if over them: 0 newly denied")
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(out)), 4096)
+	selectors := map[string]map[string]string{}
+	for {
+		var np networkingv1.NetworkPolicy
+		if err := dec.Decode(&np); err != nil {
+			break
+		}
+		_, err := e.cp.Admin.NetworkingV1().NetworkPolicies("shop").Create(ctx, &np, metav1.CreateOptions{})
+		require.NoError(t, err, "the API server refuses %s", np.Name)
+		selectors[np.Name] = np.Spec.PodSelector.MatchLabels
+	}
+	assert.Equal(t, map[string]map[string]string{"flowtel-api": {"app": "api"}, "flowtel-web": {"app": "web"}}, selectors, "%s", out)
 }

@@ -19,9 +19,11 @@
 // started: the question is what the draft changes, and the recorded
 // policy verdicts already say what happened then. The Pods' labels are the
 // ones recorded with each connection (the flows table's sourcePodLabels and
-// destinationPodLabels), as they were when it ran.
+// destinationPodLabels), as they were when it ran; for a workload none of
+// whose records carry labels (k8s_flow's pod_labels off, as shipped),
+// ResolveLabels takes its current ones from the API server.
 //
-// The package holds no connection to ClickHouse or the API server:
-// flowctl (cmd/flowctl, policy.go) reads both and hands the rows and the
-// objects here, as tests and a future UI can.
+// The package holds no connection to ClickHouse: flowctl (cmd/flowctl,
+// policy.go) reads the rows and hands them here, with a client of the API
+// server for Load and ResolveLabels, as tests and a future UI can.
 package policyinsight

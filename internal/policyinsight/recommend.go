@@ -55,6 +55,9 @@ type RecommendOptions struct {
 	// IsolateAll last).
 	Kind     string
 	Priority int32
+	// APILabels (ResolveLabels's) select the workloads whose records
+	// carry no labels; nil: only recorded labels.
+	APILabels *APILabels
 }
 
 // Labels that differ between the Pods of one workload, or between its
@@ -139,8 +142,21 @@ func Recommend(namespace string, flows []*Flow, o RecommendOptions) *Recommendat
 			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
 		}
 	}
+	if a := o.APILabels; a != nil {
+		for k, w := range workloads {
+			// ResolveLabels filled only workloads without recorded labels:
+			// their controller's selector, not every label of its template.
+			if sel, ok := a.Selectors[k]; ok {
+				w.stable = maps.Clone(sel)
+			}
+		}
+	}
 	for _, k := range names {
 		w := workloads[k]
+		if why := o.APILabels.Note(k, "no policy selects it"); len(w.stable) == 0 && why != "" {
+			rec.Notes = append(rec.Notes, why)
+			continue
+		}
 		if len(w.stable) == 0 {
 			rec.Notes = append(rec.Notes, fmt.Sprintf("%s: no label all its recorded Pods shared (or none recorded): no policy selects it", k))
 			continue

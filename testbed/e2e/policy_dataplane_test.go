@@ -53,9 +53,10 @@ import (
 //     cluster as it was before, newly denies exactly the step-5 flows, by
 //     the same policies the data plane's records name.
 func TestRecommendedPoliciesInTheDataPlane(t *testing.T) {
-	// The node collectors record the Pods' labels (pod_labels, off as
-	// shipped): recommend selects workloads by them.
-	b := startBed(t, options{gateways: 2, otlp: true, asShipped: true, k8sFlowExtra: ", pod_labels: true"})
+	// The node collectors as shipped: they record no Pod labels (pod_labels
+	// off), and the labels come from the API server (the bed's Pods are
+	// bare Pods), as flowctl takes them.
+	b := startBed(t, options{gateways: 2, otlp: true, asShipped: true})
 	ctx := context.Background()
 	from := time.Now().Add(-2 * time.Second)
 
@@ -75,10 +76,10 @@ func TestRecommendedPoliciesInTheDataPlane(t *testing.T) {
 	// 2. Recommend from the rows, as flowctl does, and verify by what-if.
 	before, err := policyinsight.Load(ctx, b.cp.Admin, nil)
 	require.NoError(t, err)
-	rec := recordedFlows(t, b, from, "default")
+	rec, labels := recordedFlows(t, b, from, "default")
 	t.Logf("recorded: %d connections in %d flows", rec.Connections(), len(rec.Flows()))
 	require.EqualValues(t, len(seen), rec.Connections(), "every connection of step 1 is in the window, once")
-	r := policyinsight.Recommend("default", rec.Flows(), policyinsight.RecommendOptions{Isolation: policyinsight.IsolateApplied})
+	r := policyinsight.Recommend("default", rec.Flows(), policyinsight.RecommendOptions{Isolation: policyinsight.IsolateApplied, APILabels: labels})
 	y, err := r.YAML()
 	require.NoError(t, err)
 	t.Logf("recommended:\n%s", y)
@@ -133,7 +134,7 @@ func TestRecommendedPoliciesInTheDataPlane(t *testing.T) {
 	// recommendation: exactly the unseen flows are newly denied, by the
 	// policies the data plane's records name (what-if names every denying
 	// side; the data plane drops at the first, the source Node's egress).
-	all := recordedFlows(t, b, from, "default")
+	all, _ := recordedFlows(t, b, from, "default")
 	rep, err = policyinsight.WhatIf(before, r.Draft(), all.Flows())
 	require.NoError(t, err)
 	got := map[string]string{}
@@ -204,8 +205,10 @@ func unseenCases(base uint16) []Case {
 
 // recordedFlows reads the flows of namespace that ended since from, with
 // the query and row reader `flowctl policy` uses, over ClickHouse's HTTP
-// interface.
-func recordedFlows(t *testing.T, b *bed, from time.Time, namespace string) *policyinsight.Recording {
+// interface, and takes their Pods' labels from the API server as flowctl
+// does (ResolveLabels): the shipped node collectors record none, which it
+// checks.
+func recordedFlows(t *testing.T, b *bed, from time.Time, namespace string) (*policyinsight.Recording, *policyinsight.APILabels) {
 	t.Helper()
 	q := policyinsight.FlowsQuery("`flowtel_e2e`.`flows`", from, namespace)
 	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/", b.ch.HTTPPort), "text/plain", strings.NewReader(q))
@@ -221,7 +224,13 @@ func recordedFlows(t *testing.T, b *bed, from time.Time, namespace string) *poli
 		var row map[string]json.RawMessage
 		err := dec.Decode(&row)
 		if errors.Is(err, io.EOF) {
-			return rec
+			for _, f := range rec.Flows() {
+				require.Nil(t, policyinsight.LabelsOf(f.Source), "labels recorded with pod_labels off: %+v", f.Source)
+				require.Nil(t, policyinsight.LabelsOf(f.Destination), "labels recorded with pod_labels off: %+v", f.Destination)
+			}
+			resolved, labels := policyinsight.ResolveLabels(context.Background(), b.cp.Admin, rec)
+			require.Empty(t, labels.Missing, "every Pod of the bed is in the API server")
+			return resolved, labels
 		}
 		require.NoError(t, err)
 		require.NoError(t, rec.AddRow(row))
