@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/internal/testpki"
 	"github.com/flowtel/flowtel/receiver/antreaflowsreceiver/internal/metadatatest"
+	"github.com/flowtel/flowtel/testbed/ports"
 )
 
 // The test side of the wire: an Antrea agent's two exports, written from the
@@ -390,18 +392,24 @@ type started struct {
 
 func freeAddr(t testing.TB, network string) string {
 	t.Helper()
-	switch network {
-	case "udp":
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	// From below the ephemeral range (testbed/ports): a port taken with :0 and
+	// closed again may become another connection's source port before the
+	// receiver binds it ("address already in use").
+	for range 100 {
+		p, err := ports.Free()
 		require.NoError(t, err)
-		defer pc.Close()
-		return pc.LocalAddr().String()
-	default:
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer ln.Close()
-		return ln.Addr().String()
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		if network == "udp" {
+			pc, err := net.ListenPacket("udp", addr)
+			if err != nil {
+				continue
+			}
+			pc.Close()
+		}
+		return addr
 	}
+	t.Fatalf("no free %s port on 127.0.0.1", network)
+	return ""
 }
 
 // startReceiver starts a receiver on free loopback ports: IPFIX TCP and UDP

@@ -2,6 +2,9 @@ package chserver
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 	"testing"
@@ -75,7 +78,48 @@ func StartCluster(tb testing.TB, o ClusterOptions) *Cluster {
 	for _, srv := range c.All() {
 		srv.waitReady()
 	}
+	for _, srv := range c.All() {
+		srv.waitDDLQueue()
+	}
 	return c
+}
+
+// ddlQueueProbe answers 1 once the server's ZooKeeper session is up and the
+// distributed DDL queue (distributed_ddl's path) exists in ZooKeeper.
+const ddlQueueProbe = "SELECT count() FROM system.zookeeper WHERE path = '/clickhouse/task_queue' AND name = 'ddl'"
+
+// waitDDLQueue waits until the server can take an ON CLUSTER query.
+// ClickHouse 18.16 answers /ping before its DDL worker has a ZooKeeper
+// session, and an ON CLUSTER query in that window dereferences the missing
+// session and crashes the server (SIGSEGV in zkutil::ZooKeeper::createImpl,
+// seen by the client as EOF). The worker opens the session (shared with
+// system.zookeeper) and then creates the queue's path, so a server that
+// reads the path through its own session has a worker ready, or a few
+// instructions from it.
+func (s *Server) waitDDLQueue() {
+	s.tb.Helper()
+	deadline := time.Now().Add(startTimeout)
+	client := &http.Client{Timeout: 5 * time.Second}
+	probe := fmt.Sprintf("http://127.0.0.1:%d/?query=%s", s.HTTPPort, url.QueryEscape(ddlQueueProbe))
+	var last string
+	for time.Now().Before(deadline) {
+		resp, err := client.Get(probe)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			last = strings.TrimSpace(string(body))
+			if resp.StatusCode == http.StatusOK && last == "1" {
+				return
+			}
+		} else {
+			last = err.Error()
+		}
+		if exited, err := s.exited(); exited {
+			s.tb.Fatalf("chserver: server exited before its DDL queue was ready: %v\n%s", err, s.logTail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.tb.Fatalf("chserver: server %d's distributed DDL queue not ready after %s (last answer %q)\n%s", s.TCPPort, startTimeout, last, s.logTail())
 }
 
 // ReplicaName is the {replica} macro of Servers[shard][replica].
