@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"net/netip"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -264,12 +263,4 @@ func (b *batch) take() (plog.Logs, int) {
 	l, n := b.logs, b.n
 	b.logs, b.byNode, b.n = plog.Logs{}, nil, 0
 	return l, n
-}
-
-// validAddr is a, or the invalid address for the unspecified one (absent).
-func validAddr(a netip.Addr) netip.Addr {
-	if a.IsUnspecified() {
-		return netip.Addr{}
-	}
-	return a
 }
