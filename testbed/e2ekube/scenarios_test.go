@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -541,14 +542,16 @@ func TestKubeProxyNftables(t *testing.T) {
 
 // dumpRows lists every row of the cases' connections, for a failure.
 func dumpRows(ctx context.Context, conn clickhouse.Conn, cs []kcase) string {
-	var sports []uint16
+	// The ports are inlined: ClickHouse 18.16 takes no array parameter for
+	// IN ("Type mismatch in IN or VALUES section"), which hid every dump.
+	var sports []string
 	for _, c := range cs {
-		sports = append(sports, c.sport)
+		sports = append(sports, strconv.Itoa(int(c.sport)))
 	}
 	rows, err := conn.Query(ctx, `SELECT toString(tuple(sourceIP, sourceTransportPort, destinationIP, destinationTransportPort, protocolIdentifier,
 		flowType, correlationState, flowEndReason, octetDeltaCount, octetTotalCount, reverseOctetDeltaCount, reverseOctetTotalCount,
 		sourcePodName, destinationPodName, sourceNodeName, destinationNodeName, destinationServicePortName, flowStartSeconds, flowEndSeconds, timeInserted))
-		FROM `+database+`.flows WHERE sourceTransportPort IN (?) ORDER BY sourceTransportPort, timeInserted`, sports)
+		FROM `+database+`.flows WHERE sourceTransportPort IN (`+strings.Join(sports, ",")+`) ORDER BY sourceTransportPort, timeInserted`)
 	if err != nil {
 		return err.Error()
 	}
