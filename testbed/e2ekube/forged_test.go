@@ -62,14 +62,14 @@ func (b *bed) requireForgedTokenRefused(t *testing.T, w *world, release, namespa
 	}
 
 	refusedBefore, acceptedBefore := refused(), accepted()
-	send(b.collectorToken(t, ctx, release, namespace, b.Nodes[0].Name), 43001)
+	send(b.collectorToken(t, ctx, release, namespace, b.Nodes[0].Name), 23001)
 	if got := refused() - refusedBefore; got != 1 {
 		t.Fatalf("node-2's record with node-1's token: %v records refused as other_node, want 1", got)
 	}
 	if got := accepted() - acceptedBefore; got != 0 {
 		t.Fatalf("node-2's record with node-1's token: %v records accepted, want 0", got)
 	}
-	send(b.collectorToken(t, ctx, release, namespace, from.Name), 43002)
+	send(b.collectorToken(t, ctx, release, namespace, from.Name), 23002)
 	if got := accepted() - acceptedBefore; got != 1 {
 		t.Fatalf("node-2's record with its own token: %v records accepted, want 1", got)
 	}

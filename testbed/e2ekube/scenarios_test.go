@@ -103,6 +103,9 @@ type kcase struct {
 	from  string // "deploy/<name>" (kubectl exec) or "external"
 	to    func(*world) string
 	proto string
+	// sport is the client's fixed source port, by which the case's rows are
+	// found: below the ephemeral range (32768-60999), so no connection the
+	// kernel numbers itself (kubelet probes, DNS lookups) shares it.
 	sport uint16
 	want  expect
 }
@@ -172,23 +175,23 @@ func (w *world) pod(app string) string { return w.pods[app].name }
 // Pod (or host) talking through the real kube-proxy's NAT.
 func cases() []kcase {
 	return []kcase{
-		{name: "Pod to Pod on one Node", from: "deploy/client-1", to: podAt("web-1", "8080"), proto: "tcp", sport: 41001,
+		{name: "Pod to Pod on one Node", from: "deploy/client-1", to: podAt("web-1", "8080"), proto: "tcp", sport: 21001,
 			want: expect{flowType: 1, srcPod: "client-1", srcNode: "node-1", dstPod: "web-1", dstNode: "node-1", srcKind: "pod", dstKind: "pod", correlation: "not_required"}},
-		{name: "Pod to Pod across Nodes", from: "deploy/client-1", to: podAt("web-2", "8080"), proto: "tcp", sport: 41002,
+		{name: "Pod to Pod across Nodes", from: "deploy/client-1", to: podAt("web-2", "8080"), proto: "tcp", sport: 21002,
 			want: expect{flowType: 2, srcPod: "client-1", srcNode: "node-1", dstPod: "web-2", dstNode: "node-2", srcKind: "pod", dstKind: "pod", correlation: "paired"}},
-		{name: "Pod to Pod across Nodes over UDP", from: "deploy/client-1", to: podAt("web-2", "8080"), proto: "udp", sport: 41003,
+		{name: "Pod to Pod across Nodes over UDP", from: "deploy/client-1", to: podAt("web-2", "8080"), proto: "udp", sport: 21003,
 			want: expect{flowType: 2, srcPod: "client-1", dstPod: "web-2", correlation: "paired"}},
-		{name: "Pod to ClusterIP", from: "deploy/client-1", to: func(w *world) string { return w.clusterIP + ":80" }, proto: "tcp", sport: 41004,
+		{name: "Pod to ClusterIP", from: "deploy/client-1", to: func(w *world) string { return w.clusterIP + ":80" }, proto: "tcp", sport: 21004,
 			want: expect{flowType: 2, srcPod: "client-1", srcNode: "node-1", dstPod: "web-2", dstNode: "node-2", service: "shop/web:http", correlation: "paired"}},
 		{name: "NodePort from outside the cluster, endpoint on another Node", from: "external",
-			to: func(w *world) string { return w.nodeAddr["node-1"] + ":30080" }, proto: "tcp", sport: 41005,
+			to: func(w *world) string { return w.nodeAddr["node-1"] + ":30080" }, proto: "tcp", sport: 21005,
 			want: expect{flowType: 4, srcKind: "external", dstPod: "web-2", dstNode: "node-2", service: "shop/web-np:http", correlation: "paired", srcIsClient: true}},
 		{name: "NodePort of the other Node from a Pod", from: "deploy/client-1",
-			to: func(w *world) string { return w.nodeAddr["node-2"] + ":30080" }, proto: "tcp", sport: 41006,
+			to: func(w *world) string { return w.nodeAddr["node-2"] + ":30080" }, proto: "tcp", sport: 21006,
 			want: expect{flowType: 2, srcPod: "client-1", srcNode: "node-1", dstPod: "web-2", dstNode: "node-2", service: "shop/web-np:http", correlation: "paired"}},
-		{name: "hostNetwork Pod to a Pod on another Node (Antrea #8260)", from: "deploy/hostclient", to: podAt("web-2", "8080"), proto: "tcp", sport: 41007,
+		{name: "hostNetwork Pod to a Pod on another Node (Antrea #8260)", from: "deploy/hostclient", to: podAt("web-2", "8080"), proto: "tcp", sport: 21007,
 			want: expect{flowType: 2, srcNode: "node-1", srcKind: "node", dstPod: "web-2", dstNode: "node-2", correlation: "paired"}},
-		{name: "hostNetwork Pod to a Pod on its Node (Antrea #8260)", from: "deploy/hostclient", to: podAt("web-1", "8080"), proto: "tcp", sport: 41008,
+		{name: "hostNetwork Pod to a Pod on its Node (Antrea #8260)", from: "deploy/hostclient", to: podAt("web-1", "8080"), proto: "tcp", sport: 21008,
 			want: expect{flowType: 1, srcNode: "node-1", srcKind: "node", dstPod: "web-1", dstNode: "node-1", correlation: "not_required"}},
 	}
 }
@@ -370,7 +373,7 @@ func TestKubeProxyIptables(t *testing.T) {
 	b.checkCases(t, w, cases(), 90*time.Second, 10*time.Second)
 
 	t.Log("day two: both tiers restarted by rollouts during steady traffic")
-	sports := []uint16{42001, 42002, 42003, 42004}
+	sports := []uint16{22001, 22002, 22003, 22004}
 	const pull = 400_000
 	wait := b.transfers(t, w, sports, pull, 40*time.Second)
 	time.Sleep(5 * time.Second)
