@@ -10,6 +10,9 @@ BUILD_DIR    := _build
 DISTRIBUTIONS := flowtel flowtel-node flowtel-gateway
 FUZZTIME     ?= 20s
 BENCHTIME    ?= 1s
+# Packages are listed with the same tags they are tested with: `go list`
+# without them leaves out every package whose files are all integration-tagged
+# (deploy, testbed/flood), which then never ran.
 # Tests that need root, network namespaces, kernel conntrack or real servers
 # (ClickHouse, kube-apiserver, tshark, nfacctd, the built distributions) carry
 # `//go:build integration`: plain `go test ./...` is fast and root-free, the
@@ -70,8 +73,8 @@ peers: ## Build, once per machine, the real peers the tests run (Kubernetes, Cor
 
 .PHONY: test
 test: deps build peers ## Unit, integration and end-to-end tests (the real-cluster ones too), plus a bounded fuzz run of the record codec
-	$(GO) test -tags $(TAGS) -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /testbed/kube -e /testbed/e2ekube)
-	$(GO) test -tags "$(TAGS) $(SAFE_TAGS)" -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e /testbed/e2e -e /testbed/kube -e /deploy -e /distributions)
+	$(GO) test -tags $(TAGS) -count=1 -timeout 30m $$($(GO) list -tags $(TAGS) ./... | grep -v -e /testbed/kube -e /testbed/e2ekube)
+	$(GO) test -tags "$(TAGS) $(SAFE_TAGS)" -count=1 -timeout 20m $$($(GO) list -tags "$(TAGS) $(SAFE_TAGS)" ./... | grep -v -e /testbed/e2e -e /testbed/kube -e /testbed/flood -e /deploy -e /distributions)
 	@# The real clusters, one package at a time: each runs kubelets on both cores.
 	$(GO) test -tags $(TAGS) -count=1 -p 1 -timeout 40m $(KUBE_PKGS)
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/attrcodec
@@ -100,7 +103,7 @@ lint: ## gofmt, go vet, staticcheck, go.mod tidy
 
 .PHONY: bench
 bench: ## Go benchmarks (report the numbers in the issue note); the testbed's load runs are `make load`
-	$(GO) test -run '^$$' -tags $(TAGS) -bench . -benchmem -benchtime $(BENCHTIME) $$($(GO) list ./... | grep -v /testbed/e2e)
+	$(GO) test -run '^$$' -tags $(TAGS) -bench . -benchmem -benchtime $(BENCHTIME) $$($(GO) list -tags $(TAGS) ./... | grep -v /testbed/e2e)
 
 .PHONY: check
 check: lint build test ## Everything CI runs: lint, build the distributions, test
