@@ -30,6 +30,8 @@ type flowProcessor struct {
 	clock   clock
 	version string
 	out     *sender
+	// background holds the sends that outlive their sender's answer (answer.go).
+	background *backgroundSends
 	// identity is the gateway's Kubernetes index (kubernetes settings); nil when off.
 	identity *identity
 
@@ -61,8 +63,9 @@ func newProcessorWithClient(set processor.Settings, cfg *Config, next consumer.L
 	}
 	p := &flowProcessor{
 		cfg: cfg, next: next, logger: set.Logger, tel: tel, clock: clk, version: set.BuildInfo.Version,
-		out:  &sender{next: next, tel: tel, logger: set.Logger, limit: cfg.MaxRecords},
-		stop: make(chan struct{}), done: make(chan struct{}),
+		out:        &sender{next: next, tel: tel, logger: set.Logger, limit: cfg.MaxRecords},
+		background: newBackgroundSends(),
+		stop:       make(chan struct{}), done: make(chan struct{}),
 	}
 	if cfg.Kubernetes.HasValue() {
 		p.identity = newIdentity(cfg.Kubernetes.Get(), set.Logger, client, clk.Now)
@@ -138,6 +141,9 @@ func (p *flowProcessor) Shutdown(ctx context.Context) error {
 			case <-ctx.Done():
 				err = ctx.Err()
 			}
+		}
+		if werr := p.background.wait(ctx); werr != nil {
+			err = werr
 		}
 		if p.table != nil {
 			p.flush(ctx)
@@ -221,16 +227,32 @@ func (p *flowProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	return p.aggregate(ctx, ld)
 }
 
-// aggregate folds the batch into the table and emits, synchronously, what
-// became ready (pairs, records that need no pairing). The batch itself is
-// consumed: a downstream refusal is retried by the processor, not returned.
+// aggregate folds the batch into the table and emits what became ready
+// (pairs, records that need no pairing). The batch itself is consumed: a
+// downstream refusal is retried by the processor, not returned. A sender
+// with a deadline is answered before it, folded in or refused whole
+// (answer.go).
 func (p *flowProcessor) aggregate(ctx context.Context, ld plog.Logs) error {
+	by, deadline := answerBy(ctx, time.Now())
+	if deadline && !p.background.acquire(ctx, by) {
+		return p.refuse(ctx, ld)
+	}
 	buf := p.decoded.Get().(*decodeBuffer)
-	recs := p.decodeAll(ctx, ld, buf)
+	recs, counts := p.decodeAll(ld, buf)
 	// A record emits one export at most, but for a connection it replaces
 	// or one the bound evicts.
 	b := newBatch(metadata.ScopeName, p.version, len(recs))
 	p.mu.Lock()
+	if deadline && (ctx.Err() != nil || !time.Now().Before(by)) {
+		// The lock came too late (a long sweep held it).
+		p.mu.Unlock()
+		p.background.release()
+		clear(recs)
+		buf.recs = recs[:0]
+		p.decoded.Put(buf)
+		return p.refuse(ctx, ld)
+	}
+	counts.add(ctx, p.tel)
 	now := p.clock.Now()
 	emit := p.emitter(ctx, b)
 	for i := range recs {
@@ -246,14 +268,45 @@ func (p *flowProcessor) aggregate(ctx context.Context, ld plog.Logs) error {
 	clear(recs) // drop references to labels maps before pooling
 	buf.recs = recs[:0]
 	p.decoded.Put(buf)
-	p.out.send(ctx, b, now)
+	switch {
+	case !deadline:
+		p.out.send(ctx, b, now)
+	case b.len() == 0:
+		p.background.release()
+	default:
+		p.background.run(ctx, by, func() { p.out.send(context.WithoutCancel(ctx), b, now) })
+	}
 	return nil
 }
 
+// refuse counts a batch refused before it was folded in, and says why.
+func (p *flowProcessor) refuse(ctx context.Context, ld plog.Logs) error {
+	p.tel.ProcessorFlowCorrelationRecordsRefused.Add(ctx, int64(ld.LogRecordCount()))
+	return errRefusedAtDeadline
+}
+
+// decodeCounts are what decodeAll counted, added to the telemetry once the
+// batch is folded in (a refused one is counted when it comes again).
+type decodeCounts struct {
+	received    int64
+	undecodable int64
+	untimed     int64
+}
+
+func (c decodeCounts) add(ctx context.Context, tel *telemetry) {
+	tel.ProcessorFlowCorrelationRecordsReceived.Add(ctx, c.received)
+	if c.undecodable > 0 {
+		tel.ProcessorFlowCorrelationRecordsDropped.Add(ctx, c.undecodable, withReason(reasonDecodeError))
+	}
+	if c.untimed > 0 {
+		tel.ProcessorFlowCorrelationRecordsDropped.Add(ctx, c.untimed, withReason(reasonMissingTimestamp))
+	}
+}
+
 // decodeAll decodes every record of ld into buf. A record that fails is
-// counted, logged with the attribute at fault, and left out alone.
-func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, buf *decodeBuffer) []flowrecord.Record {
-	var received int64
+// logged with the attribute at fault, and left out alone.
+func (p *flowProcessor) decodeAll(ld plog.Logs, buf *decodeBuffer) ([]flowrecord.Record, decodeCounts) {
+	var counts decodeCounts
 	recs := slices.Grow(buf.recs[:0], ld.LogRecordCount())
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {
@@ -262,22 +315,26 @@ func (p *flowProcessor) decodeAll(ctx context.Context, ld plog.Logs, buf *decode
 		for j := range sls.Len() {
 			lrs := sls.At(j).LogRecords()
 			for k := range lrs.Len() {
-				received++
+				counts.received++
 				recs = append(recs, flowrecord.Record{})
 				r := &recs[len(recs)-1]
 				buf.lend(r)
-				ok := p.decodeOne(ctx, lrs.At(k), r, &buf.dec)
+				why := p.decodeOne(lrs.At(k), r, &buf.dec)
 				buf.settle(r)
-				if !ok {
-					recs = recs[:len(recs)-1]
+				switch why {
+				case "":
+					recs[len(recs)-1].ClusterUID = cluster
 					continue
+				case reasonDecodeError:
+					counts.undecodable++
+				default:
+					counts.untimed++
 				}
-				recs[len(recs)-1].ClusterUID = cluster
+				recs = recs[:len(recs)-1]
 			}
 		}
 	}
-	p.tel.ProcessorFlowCorrelationRecordsReceived.Add(ctx, received)
-	return recs
+	return recs, counts
 }
 
 // clusterUID is the k8s.cluster.uid of a resource ("" when absent): the
@@ -290,8 +347,9 @@ func clusterUID(res pcommon.Resource) string {
 }
 
 // decodeOne decodes lr into r, with dec when it is not nil (see
-// attrcodec.Decoder), and reports whether r can be used.
-func (p *flowProcessor) decodeOne(ctx context.Context, lr plog.LogRecord, r *flowrecord.Record, dec *attrcodec.Decoder) bool {
+// attrcodec.Decoder); it returns "" when r can be used, else why not (the
+// drop reason, logged here, counted by the caller).
+func (p *flowProcessor) decodeOne(lr plog.LogRecord, r *flowrecord.Record, dec *attrcodec.Decoder) string {
 	var err error
 	if dec != nil {
 		err = dec.Decode(lr, r)
@@ -299,18 +357,16 @@ func (p *flowProcessor) decodeOne(ctx context.Context, lr plog.LogRecord, r *flo
 		err = attrcodec.Decode(lr, r)
 	}
 	if err != nil {
-		p.tel.ProcessorFlowCorrelationRecordsDropped.Add(ctx, 1, withReason(reasonDecodeError))
 		p.logger.Error("dropping a flow record that does not decode", zap.Error(err))
-		return false
+		return reasonDecodeError
 	}
 	if p.table != nil && r.End.IsZero() {
 		// Without an end time there is no ordering and no throughput (Antrea drops these too).
-		p.tel.ProcessorFlowCorrelationRecordsDropped.Add(ctx, 1, withReason(reasonMissingTimestamp))
 		p.logger.Error("dropping a flow record without an end time (LogRecord Timestamp is 0)",
 			zap.String("flow.key", r.Key))
-		return false
+		return reasonMissingTimestamp
 	}
-	return true
+	return ""
 }
 
 // proxy rewrites each record in place with its flow direction and original
@@ -330,7 +386,8 @@ func (p *flowProcessor) proxy(ctx context.Context, ld plog.Logs) error {
 		for j := range sls.Len() {
 			sls.At(j).LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
 				received++
-				if !p.decodeOne(ctx, lr, &r, nil) {
+				if why := p.decodeOne(lr, &r, nil); why != "" {
+					p.tel.ProcessorFlowCorrelationRecordsDropped.Add(ctx, 1, withReason(why))
 					return true
 				}
 				r.Direction = flowDirection(&r) // from what the Node said, as Antrea

@@ -566,7 +566,7 @@ func TestDecodeAllKeepsEachAggregation(t *testing.T) {
 			var want []flowrecord.Aggregation
 			for b := range 3 { // the buffer is reused batch after batch
 				in := batch(b + 1)
-				recs := p.decodeAll(ctx, encodedLogs(enc.encode, in...), buf)
+				recs, _ := p.decodeAll(encodedLogs(enc.encode, in...), buf)
 				require.Len(t, recs, len(in))
 				for i, r := range recs {
 					require.NotNil(t, r.Aggregation, "record %d", i)

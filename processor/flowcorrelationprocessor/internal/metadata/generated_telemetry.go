@@ -39,6 +39,7 @@ type TelemetryBuilder struct {
 	ProcessorFlowCorrelationRecordsLate          metric.Int64Counter
 	ProcessorFlowCorrelationRecordsPending       metric.Int64ObservableGauge
 	ProcessorFlowCorrelationRecordsReceived      metric.Int64Counter
+	ProcessorFlowCorrelationRecordsRefused       metric.Int64Counter
 	ProcessorFlowCorrelationRecordsRelayFolded   metric.Int64Counter
 	ProcessorFlowCorrelationRecordsRetried       metric.Int64Counter
 	ProcessorFlowCorrelationRecordsUnpaired      metric.Int64Counter
@@ -177,6 +178,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ProcessorFlowCorrelationRecordsReceived, err = builder.meter.Int64Counter(
 		"otelcol_processor_flow_correlation_records_received",
 		metric.WithDescription("Flow records received. [Development]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorFlowCorrelationRecordsRefused, err = builder.meter.Int64Counter(
+		"otelcol_processor_flow_correlation_records_refused",
+		metric.WithDescription("Received flow records refused whole, before they were folded in, because the sender's deadline would have passed before the answer (the exports behind the processor were slow): nothing of them was counted, and the sender sends them again. [Development]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

@@ -37,6 +37,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorFlowCorrelationRecordsFailed.Add(context.Background(), 1)
 	tb.ProcessorFlowCorrelationRecordsLate.Add(context.Background(), 1)
 	tb.ProcessorFlowCorrelationRecordsReceived.Add(context.Background(), 1)
+	tb.ProcessorFlowCorrelationRecordsRefused.Add(context.Background(), 1)
 	tb.ProcessorFlowCorrelationRecordsRelayFolded.Add(context.Background(), 1)
 	tb.ProcessorFlowCorrelationRecordsRetried.Add(context.Background(), 1)
 	tb.ProcessorFlowCorrelationRecordsUnpaired.Add(context.Background(), 1)
@@ -71,6 +72,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorFlowCorrelationRecordsReceived(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorFlowCorrelationRecordsRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorFlowCorrelationRecordsRelayFolded(t, testTel,
