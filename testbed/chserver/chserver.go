@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,6 +169,24 @@ func (s *Server) waitReady() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	s.tb.Fatalf("chserver: native port %d not open", s.TCPPort)
+}
+
+// Pause stops the server's process with SIGSTOP, its connections open: the
+// clients' queries hang, as behind a stalled disk or network, until Resume.
+// (A test that pauses should register Resume as a cleanup.)
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server go on (SIGCONT); on a running one it does nothing.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.tb.Helper()
+	if s.cmd == nil {
+		return
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.tb.Errorf("chserver: %v: %v", sig, err)
+	}
 }
 
 // Stop stops the server gracefully (SIGTERM: running queries finish) and waits

@@ -66,6 +66,9 @@ type options struct {
 	// of OTLP through load_balancing; agentEndpoint is that receiver's address.
 	antreaAgents  bool
 	agentEndpoint string
+	// chQueue, when set, is the gateways' clickhouse_flows sending_queue
+	// (YAML flow style), e.g. a small one that a paused server fills.
+	chQueue string
 }
 
 // bed is one running mini-cluster with flowtel deployed on it.
@@ -261,7 +264,7 @@ func startBed(t testing.TB, opt options) *bed {
 	// Sinks and collectors.
 	t.Log("bed: sinks (ClickHouse, IPFIX) and flowtel's collectors")
 	b.ch = chserver.Start(t, chserver.Options{})
-	sinks := gatewaySinks{clickhouse: b.ch.Endpoint(), identity: cp.DelegatingServiceAccount(t, "flowtel", "flowtel-gateway", false)}
+	sinks := gatewaySinks{clickhouse: b.ch.Endpoint(), identity: cp.DelegatingServiceAccount(t, "flowtel", "flowtel-gateway", false), chQueue: opt.chQueue}
 	// As shipped, the gateway may read Nodes (node_identity checks the
 	// addresses a record uses as its Node's own against them).
 	allowNodeReads(t, cp, "flowtel", "flowtel-gateway")
@@ -347,7 +350,7 @@ const telemetry = `
 // empty: none. identity, when set, is the kubeconfig node_identity reviews
 // the node collectors' tokens with (as shipped); empty: no node_identity in
 // the pipeline.
-type gatewaySinks struct{ clickhouse, ipfix, otlp, kubeconfig, antreaIPFIX, identity string }
+type gatewaySinks struct{ clickhouse, ipfix, otlp, kubeconfig, antreaIPFIX, identity, chQueue string }
 
 // The bed runs the shipped configurations of distributions/ (what kustomize,
 // Helm and the Operator deploy), each with a small overlay the collector merges
@@ -406,6 +409,10 @@ func gatewayOverlay(otlpPort int, sinks gatewaySinks) string {
 		identity, processors = "", "[memory_limiter, flow_correlation]"
 	}
 	receivers, antrea := "[otlp]", ""
+	queue := "{batch: {flush_timeout: 500ms, min_size: 1}}"
+	if sinks.chQueue != "" {
+		queue = sinks.chQueue
+	}
 	if sinks.antreaIPFIX != "" {
 		receivers = "[otlp, antrea_flows]"
 		// As shipped: IPFIX over TLS, each agent's client certificate
@@ -425,11 +432,11 @@ exporters:
     endpoint: %s
     database: flowtel_e2e
     create_schema: true
-    sending_queue: {batch: {flush_timeout: 500ms, min_size: 1}}
+    sending_queue: %s
 %sservice:
   pipelines:
     logs: {receivers: %s, processors: %s, exporters: [%s, signal_to_metrics]}
-`+telemetry, otlpPort, antrea, identity, index, sinks.clickhouse, extra.String(), receivers, processors, strings.Join(exporters, ", "))
+`+telemetry, otlpPort, antrea, identity, index, sinks.clickhouse, queue, extra.String(), receivers, processors, strings.Join(exporters, ", "))
 }
 
 // nodeTokenFile is where the bed keeps node's projected ServiceAccount token.
