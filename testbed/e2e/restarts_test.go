@@ -261,24 +261,25 @@ func TestGatewayRollingRestart(t *testing.T) {
 
 // TestGatewayRestartWhileItsSinkStalls: ClickHouse stalls (SIGSTOP) under
 // steady inter-Node transfers, the gateway's small sending queue fills, and
-// the gateway is restarted (SIGTERM, ClickHouse let go 2 s later) while the
-// nodes still wait for answers. The nodes give each attempt 5 s and send a
-// part again when no answer came in time: a part the old process had folded
-// in but not answered went again to the new one, which counted it a second
-// time (the transfers' deltas summed to more than their totals). Now the
-// gateway answers before the node's deadline, folded in or refused whole.
+// the gateway is restarted (SIGTERM, ClickHouse let go 2 s later) while it
+// holds exports it cannot hand on: every transfer is still one chain whose
+// deltas add up, nothing lost in the stopping gateway's exports and nothing
+// counted twice by its successor. (The gateway answering before the node's
+// deadline is proven by flow_correlation's own tests; this bed did not make
+// the node's attempts time out before the fix either, so it does not show
+// the repeat that fix removes.)
 func TestGatewayRestartWhileItsSinkStalls(t *testing.T) {
 	opt := shippedTimers()
 	opt.chQueue = "{queue_size: 4, num_consumers: 1, batch: {flush_timeout: 200ms, min_size: 1, max_size: 4}}"
 	b := startBed(t, opt)
 	t.Cleanup(b.ch.Resume) // a failing test must not leave the server stopped
 	sports := portRange(42500, 4)
-	wait := b.transfers(t, sports, 400_000, 25*time.Second)
+	wait := b.transfers(t, sports, 400_000, 35*time.Second)
 	time.Sleep(4 * time.Second)
 	t.Log("ClickHouse paused")
 	b.ch.Pause()
-	// Past the nodes' 5 s per attempt, with parts folded in and waiting.
-	time.Sleep(9 * time.Second)
+	// Long enough for the queue to fill and the gateway to hold exports.
+	time.Sleep(16 * time.Second)
 	time.AfterFunc(2*time.Second, func() { t.Log("ClickHouse resumed"); b.ch.Resume() })
 	b.restartGateway(t, 0, 0)
 	wait()
@@ -286,7 +287,4 @@ func TestGatewayRestartWhileItsSinkStalls(t *testing.T) {
 	for _, p := range sports {
 		require.GreaterOrEqual(t, chains[p].total, uint64(400_000), "port %d: %s", p, chains[p])
 	}
-	m, err := b.gateways[0].Metrics("otelcol_processor_flow_correlation_records_refused")
-	require.NoError(t, err)
-	t.Logf("records refused by the new gateway: %v", m)
 }
