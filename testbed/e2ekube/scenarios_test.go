@@ -328,7 +328,7 @@ func (b *bed) checkCases(t *testing.T, w *world, cs []kcase, timeout, settle tim
 		}
 		if time.Now().After(deadline) {
 			b.dumpPods(t)
-			t.Fatalf("rows not right after %s:\n%s\n%s", timeout, strings.Join(bad, "\n"), dumpRows(ctx, conn, cs))
+			t.Fatalf("rows not right after %s:\n%s\n%s", timeout, strings.Join(bad, "\n"), dumpRows(ctx, conn, casePorts(cs)))
 		}
 		time.Sleep(time.Second)
 	}
@@ -520,13 +520,13 @@ func (b *bed) checkTransfers(t *testing.T, sports []uint16, pull int, timeout, s
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("transfers not one whole chain after %s:\n%s", timeout, strings.Join(bad, "\n"))
+			t.Fatalf("transfers not one whole chain after %s:\n%s\n%s", timeout, strings.Join(bad, "\n"), dumpRows(ctx, conn, sports))
 		}
 		time.Sleep(time.Second)
 	}
 	time.Sleep(settle)
 	if bad := read(); len(bad) > 0 {
-		t.Fatalf("rows came after the transfers were whole:\n%s", strings.Join(bad, "\n"))
+		t.Fatalf("rows came after the transfers were whole:\n%s\n%s", strings.Join(bad, "\n"), dumpRows(ctx, conn, sports))
 	}
 }
 
@@ -543,18 +543,31 @@ func TestKubeProxyNftables(t *testing.T) {
 	b.requireNoRestarts(t)
 }
 
-// dumpRows lists every row of the cases' connections, for a failure.
-func dumpRows(ctx context.Context, conn clickhouse.Conn, cs []kcase) string {
+func casePorts(cs []kcase) []uint16 {
+	var out []uint16
+	for _, c := range cs {
+		out = append(out, c.sport)
+	}
+	return out
+}
+
+// dumpRows lists every row of the connections from the source ports, for a
+// failure: with each side's end and counters, so that a row counted twice
+// tells whether the sink took one export twice (the same row again) or a
+// gateway counted a Node's range again (another row over the same range).
+func dumpRows(ctx context.Context, conn clickhouse.Conn, ports []uint16) string {
 	// The ports are inlined: ClickHouse 18.16 takes no array parameter for
 	// IN ("Type mismatch in IN or VALUES section"), which hid every dump.
 	var sports []string
-	for _, c := range cs {
-		sports = append(sports, strconv.Itoa(int(c.sport)))
+	for _, p := range ports {
+		sports = append(sports, strconv.Itoa(int(p)))
 	}
 	rows, err := conn.Query(ctx, `SELECT toString(tuple(sourceIP, sourceTransportPort, destinationIP, destinationTransportPort, protocolIdentifier,
 		flowType, correlationState, flowEndReason, octetDeltaCount, octetTotalCount, reverseOctetDeltaCount, reverseOctetTotalCount,
+		flowEndSecondsFromSourceNode, octetDeltaCountFromSourceNode, octetTotalCountFromSourceNode,
+		flowEndSecondsFromDestinationNode, octetDeltaCountFromDestinationNode, octetTotalCountFromDestinationNode,
 		sourcePodName, destinationPodName, sourceNodeName, destinationNodeName, destinationServicePortName, flowStartSeconds, flowEndSeconds, timeInserted))
-		FROM `+database+`.flows WHERE sourceTransportPort IN (`+strings.Join(sports, ",")+`) ORDER BY sourceTransportPort, timeInserted`)
+		FROM `+database+`.flows WHERE sourceTransportPort IN (`+strings.Join(sports, ",")+`) ORDER BY sourceTransportPort, flowEndSeconds, timeInserted`)
 	if err != nil {
 		return err.Error()
 	}
