@@ -116,9 +116,9 @@ func (e *flowsExporter) options(ctx context.Context) (*clickhouse.Options, error
 		Addr:        []string{e.addr},
 		Auth:        clickhouse.Auth{Username: user, Password: password},
 		DialTimeout: e.cfg.DialTimeout,
-		// The insert context (exporterhelper's timeout) bounds each request;
-		// ReadTimeout only guards against a server that stops answering.
-		ReadTimeout:  e.cfg.TimeoutConfig.Timeout + e.cfg.DialTimeout,
+		// How long a silent server is waited for, at each read: for an
+		// insert whose rows are sent, answerWait at least (see insert).
+		ReadTimeout:  max(e.cfg.TimeoutConfig.Timeout+e.cfg.DialTimeout, answerWait),
 		MaxOpenConns: 16,
 		MaxIdleConns: 8,
 		Compression:  &clickhouse.Compression{Method: compressionMethod(e.cfg.Compression)},
@@ -127,9 +127,6 @@ func (e *flowsExporter) options(ctx context.Context) (*clickhouse.Options, error
 		// Through the Distributed table, an insert returns once every
 		// shard has its rows, and fails when one cannot take them.
 		opts.Settings = clickhouse.Settings{"insert_distributed_sync": 1}
-	}
-	if opts.ReadTimeout <= e.cfg.DialTimeout { // timeout 0 means none
-		opts.ReadTimeout = 0
 	}
 	if e.secure {
 		tlsCfg := e.cfg.TLS
@@ -287,6 +284,10 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	return nil
 }
 
+// answerWait is how long an insert whose rows were sent waits for the
+// server's answer at least, past the attempt's timeout.
+const answerWait = 5 * time.Minute
+
 // insert writes the block as one INSERT of one data block, which the server
 // commits whole or not at all. (Sending it as several data blocks with
 // batch.Flush would let the driver reuse its column buffers, but is not
@@ -295,9 +296,26 @@ func (e *flowsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 // encodes the block's own column buffers (flowtable.Block.AppendTo), so the
 // block is not touched until Send has returned. With a cluster, every row's
 // timeInserted is at.
+//
+// Once the rows are sent, the insert waits for the server's answer beyond
+// the attempt's timeout (the connection's read timeout, answerWait at
+// least, bounds a silent server): a server that stalls with the rows in
+// hand commits them when it goes on, whether or not anyone still waits, so
+// giving up at the timeout and sending them again stored them twice (a
+// stalled server took three attempts of one batch and kept two). The
+// attempt's timeout still ends an insert that has sent no row.
 func (e *flowsExporter) insert(ctx context.Context, block *flowtable.Block, at time.Time) error {
-	batch, err := e.conn.PrepareBatch(ctx, e.insertSQL)
+	// The batch keeps the context it is prepared with for Send: one that
+	// the attempt's deadline cancels only until the rows go out.
+	ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	untilSent := context.AfterFunc(ctx, cancel)
+	batch, err := e.conn.PrepareBatch(ictx, e.insertSQL)
 	if err != nil {
+		untilSent()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return err
 	}
 	shared, err := block.AppendTo(batch)
@@ -317,7 +335,17 @@ func (e *flowsExporter) insert(ctx context.Context, block *flowtable.Block, at t
 			e.logger.Warn("This clickhouse-go version's columns are not the ones the exporter shares its buffers with; rows are copied into the driver's columns, which costs more CPU per row")
 		})
 	}
-	return batch.Send()
+	if !untilSent() { // the attempt's time ran out before a row was sent
+		_ = batch.Abort()
+		return ctx.Err()
+	}
+	start := time.Now()
+	err = batch.Send()
+	if waited := time.Since(start); e.cfg.TimeoutConfig.Timeout > 0 && waited > e.cfg.TimeoutConfig.Timeout {
+		e.logger.Warn("ClickHouse answered an insert after more than the exporter's timeout; the insert waited for the answer, since its rows were sent (sending them again would store them twice if the server took them)",
+			zap.Int("rows", block.Len()), zap.Duration("waited", waited), zap.Duration("timeout", e.cfg.TimeoutConfig.Timeout), zap.Error(err))
+	}
+	return err
 }
 
 // takeBlock is an empty block, a kept one when there is one, else a new one

@@ -90,3 +90,46 @@ func TestServerDownAtStart(t *testing.T) {
 		return n == 10
 	})
 }
+
+// A server that stalls (SIGSTOP) with an insert under way, longer than the
+// insert's timeout, and then goes on: every record arrives exactly once.
+func TestStalledServerTakesEachRowOnce(t *testing.T) {
+	srv := chserver.Start(t, chserver.Options{})
+	t.Cleanup(srv.Resume)
+	cfg := testConfig(srv, "stall")
+	cfg.TimeoutConfig.Timeout = time.Second
+	exp, tt := startExporter(t, cfg)
+	ctx := context.Background()
+	conn := client(t, srv)
+
+	const batch = 500
+	if err := exp.ConsumeLogs(ctx, logsOf("c", streamBatch(0, batch)...)); err != nil {
+		t.Fatalf("ConsumeLogs: %v", err)
+	}
+	waitFor(t, 30*time.Second, "the first batch", func() bool { return count(t, conn, "SELECT count() FROM stall.flows") == batch })
+
+	srv.Pause()
+	if err := exp.ConsumeLogs(ctx, logsOf("c", streamBatch(batch, batch)...)); err != nil {
+		t.Fatalf("ConsumeLogs: %v", err)
+	}
+	// The insert is sent, the server does not answer, the insert times out
+	// (1 s) and is tried again, more than once.
+	waitFor(t, 30*time.Second, "a timed-out insert", func() bool {
+		return metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_insert_failed", reasonTimeout) > 0
+	})
+	time.Sleep(2 * time.Second)
+	srv.Resume()
+
+	const sent = 2 * batch
+	waitFor(t, 60*time.Second, fmt.Sprintf("%d rows", sent), func() bool {
+		return count(t, conn, "SELECT count() FROM stall.flows") >= sent
+	})
+	time.Sleep(3 * time.Second) // an insert the server took late lands by now
+	if n := count(t, conn, "SELECT count() FROM stall.flows"); n != sent {
+		t.Errorf("%d rows, want %d (an insert whose answer was lost, inserted again)", n, sent)
+	}
+	if n := count(t, conn, "SELECT uniqExact(sourcePodName) FROM stall.flows"); n != sent {
+		t.Errorf("%d distinct records, want %d", n, sent)
+	}
+	t.Logf("rows in timed-out attempts: %d", metricSum(t, tt, "otelcol_exporter_clickhouse_flows_rows_insert_failed", reasonTimeout))
+}
