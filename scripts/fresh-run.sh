@@ -2,7 +2,7 @@
 # The first run, as a new user has it: a clean clone of HEAD with every cache
 # empty (its own GOCACHE, GOMODCACHE, flowtel cache and XDG cache), then the
 # README's two commands, `make demo` and `make check`, each timed. Run it as
-# root before a release; it takes ~30-40 min on 2 cores, most of it one-time
+# root before a release; it takes about 70 min on 2 cores, a third of it one-time
 # builds. Usage: scripts/fresh-run.sh [workdir]   (default: a new temp dir, kept
 # on failure for its logs, removed on success)
 set -euo pipefail
