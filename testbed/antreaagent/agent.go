@@ -58,6 +58,12 @@ func IEs(ipv6 bool) []IE {
 	return out
 }
 
+// Element is go-ipfix's registry entry of an IE (the registry loaded once).
+func Element(name string, enterprise uint32) (*entities.InfoElement, error) {
+	loadRegistry.Do(registry.LoadRegistry)
+	return registry.GetInfoElement(name, enterprise)
+}
+
 // ObservationDomain is the agent's observation domain: FNV-1 (not 1a) of its
 // Node's name.
 func ObservationDomain(node string) uint32 {
@@ -92,7 +98,7 @@ func New(address, transport, node string, tlsCfg *ipfixexporter.ExporterTLSClien
 			if slices.Contains(without, ie.Name) {
 				continue
 			}
-			e, err := registry.GetInfoElement(ie.Name, ie.Enterprise)
+			e, err := Element(ie.Name, ie.Enterprise)
 			if err != nil {
 				ep.CloseConnToCollector()
 				return nil, fmt.Errorf("%s: %w", ie.Name, err)
