@@ -211,7 +211,7 @@ receivers:
     ipfix: {endpoint: "127.0.0.1:%d"}
     grpc: {endpoint: "127.0.0.1:%d"}
     tls: {cert_file: "${env:FLOWTEL_TLS_CERT_FILE}", key_file: "${env:FLOWTEL_TLS_KEY_FILE}", client_ca_file: "${env:FLOWTEL_TLS_CLIENT_CA_FILE}"}
-    kubernetes: null
+    kubernetes: {enabled: false}
 processors:
   flow_correlation: {kubernetes: {enabled: false}}
 exporters:
