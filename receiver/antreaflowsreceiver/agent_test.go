@@ -7,16 +7,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/vmware/go-ipfix/pkg/entities"
 	ipfixexporter "github.com/vmware/go-ipfix/pkg/exporter"
-	"github.com/vmware/go-ipfix/pkg/registry"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
@@ -30,52 +26,14 @@ import (
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/internal/testpki"
 	"github.com/flowtel/flowtel/receiver/antreaflowsreceiver/internal/metadatatest"
+	"github.com/flowtel/flowtel/testbed/antreaagent"
 	"github.com/flowtel/flowtel/testbed/ports"
 )
 
 // The test side of the wire: an Antrea agent's two exports, written from the
-// facts of Antrea's agent (its IPFIX template, its Flow message), with
-// go-ipfix's exporting process for IPFIX as the agent uses it.
-
-var loadRegistry sync.Once
-
-// agentIEs is Antrea's agent template: 43 IEs in the agent's order; the
-// IPv6 template swaps the address IEs for their IPv6 forms.
-func agentIEs(ipv6 bool) []struct {
-	name string
-	ent  uint32
-} {
-	fam := func(v4, v6 string) string {
-		if ipv6 {
-			return v6
-		}
-		return v4
-	}
-	type ie = struct {
-		name string
-		ent  uint32
-	}
-	out := []ie{}
-	for _, n := range []string{"flowStartSeconds", "flowEndSeconds", "flowEndReason", "sourceTransportPort",
-		"destinationTransportPort", "protocolIdentifier", "packetTotalCount", "octetTotalCount", "packetDeltaCount",
-		"octetDeltaCount", fam("sourceIPv4Address", "sourceIPv6Address"), fam("destinationIPv4Address", "destinationIPv6Address")} {
-		out = append(out, ie{n, registry.IANAEnterpriseID})
-	}
-	for _, n := range []string{"reversePacketTotalCount", "reverseOctetTotalCount", "reversePacketDeltaCount", "reverseOctetDeltaCount"} {
-		out = append(out, ie{n, registry.IANAReversedEnterpriseID})
-	}
-	for _, n := range []string{"sourcePodName", "sourcePodNamespace", "sourceNodeName", "destinationPodName",
-		"destinationPodNamespace", "destinationNodeName", "destinationServicePort", "destinationServicePortName",
-		"ingressNetworkPolicyName", "ingressNetworkPolicyNamespace", "ingressNetworkPolicyType",
-		"ingressNetworkPolicyRuleName", "ingressNetworkPolicyRuleAction", "egressNetworkPolicyName",
-		"egressNetworkPolicyNamespace", "egressNetworkPolicyType", "egressNetworkPolicyRuleName",
-		"egressNetworkPolicyRuleAction", "tcpState", "flowType", "egressName", "egressIP", "egressNodeName",
-		"proxySnatPort", fam("destinationClusterIPv4", "destinationClusterIPv6"), fam("proxySnatIPv4", "proxySnatIPv6"),
-		fam("destinationServiceIPv4", "destinationServiceIPv6")} {
-		out = append(out, ie{n, registry.AntreaEnterpriseID})
-	}
-	return out
-}
+// facts of Antrea's agent (its IPFIX template, its Flow message); for IPFIX
+// testbed/antreaagent's agent (go-ipfix's exporting process as the agent
+// uses it), with what the agent writes for an agentRecord.
 
 // agentValue is what the agent writes for the IE named: zero addresses for
 // absent ones, the Egress IP as text.
@@ -182,14 +140,8 @@ func agentValue(name string, a *agentRecord, ipv6 bool) any {
 	panic("no value for IE " + name)
 }
 
-// agent is one Antrea agent's IPFIX export: a go-ipfix exporting process
-// that announces the IPv4 and IPv6 agent templates (256, 257) on connecting
-// and sends one record per message, as the agent does.
-type agent struct {
-	ep       *ipfixexporter.ExportingProcess
-	elements map[bool][]*entities.InfoElement
-	tid      map[bool]uint16
-}
+// agent is one Antrea agent's IPFIX export of agentRecords.
+type agent struct{ *antreaagent.Agent }
 
 func newAgent(t testing.TB, address, transport, node string, tlsCfg *ipfixexporter.ExporterTLSClientConfig) *agent {
 	t.Helper()
@@ -200,73 +152,19 @@ func newAgent(t testing.TB, address, transport, node string, tlsCfg *ipfixexport
 // (an agent of another version).
 func newAgentWithout(t testing.TB, address, transport, node string, tlsCfg *ipfixexporter.ExporterTLSClientConfig, without ...string) *agent {
 	t.Helper()
-	loadRegistry.Do(registry.LoadRegistry)
-	ep, err := ipfixexporter.InitExportingProcess(ipfixexporter.ExporterInput{
-		CollectorAddress: address, CollectorProtocol: transport, ObservationDomainID: fnv1(node),
-		TempRefTimeout: 600, TLSClientConfig: tlsCfg,
-	})
+	a, err := antreaagent.New(address, transport, node, tlsCfg, without...)
 	require.NoError(t, err)
-	t.Cleanup(ep.CloseConnToCollector)
-	a := &agent{ep: ep, elements: map[bool][]*entities.InfoElement{}, tid: map[bool]uint16{}}
-	for _, v6 := range []bool{false, true} {
-		var ies []entities.InfoElementWithValue
-		for _, ie := range agentIEs(v6) {
-			if slices.Contains(without, ie.name) {
-				continue
-			}
-			e, err := registry.GetInfoElement(ie.name, ie.ent)
-			require.NoError(t, err, ie.name)
-			a.elements[v6] = append(a.elements[v6], e)
-			iev, err := entities.DecodeAndCreateInfoElementWithValue(e, nil)
-			require.NoError(t, err)
-			ies = append(ies, iev)
-		}
-		a.tid[v6] = ep.NewTemplateID()
-		set := entities.NewSet(false)
-		require.NoError(t, set.PrepareSet(entities.Template, a.tid[v6]))
-		require.NoError(t, set.AddRecordV2(ies, a.tid[v6]))
-		_, err := ep.SendSet(set)
-		require.NoError(t, err)
-	}
-	return a
+	t.Cleanup(a.Close)
+	return &agent{a}
 }
 
 // fnv1 is the agent's observation domain: FNV-1 (not 1a) of its Node name.
-func fnv1(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h = (h * 16777619) ^ uint32(s[i])
-	}
-	return h
-}
+func fnv1(s string) uint32 { return antreaagent.ObservationDomain(s) }
 
 func (g *agent) send(t testing.TB, r *agentRecord) {
 	t.Helper()
 	v6 := r.src.addr.Is6()
-	ies := make([]entities.InfoElementWithValue, 0, 43)
-	for _, e := range g.elements[v6] {
-		var iev entities.InfoElementWithValue
-		switch v := agentValue(e.Name, r, v6).(type) {
-		case uint8:
-			iev = entities.NewUnsigned8InfoElement(e, v)
-		case uint16:
-			iev = entities.NewUnsigned16InfoElement(e, v)
-		case uint32:
-			iev = entities.NewDateTimeSecondsInfoElement(e, v)
-		case uint64:
-			iev = entities.NewUnsigned64InfoElement(e, v)
-		case string:
-			iev = entities.NewStringInfoElement(e, v)
-		case net.IP:
-			iev = entities.NewIPAddressInfoElement(e, v)
-		}
-		ies = append(ies, iev)
-	}
-	set := entities.NewSet(false)
-	require.NoError(t, set.PrepareSet(entities.Data, g.tid[v6]))
-	require.NoError(t, set.AddRecordV2(ies, g.tid[v6]))
-	_, err := g.ep.SendSet(set)
-	require.NoError(t, err)
+	require.NoError(t, g.Send(v6, func(name string) any { return agentValue(name, r, v6) }))
 }
 
 // toFlow is what the agent's gRPC exporter sends for r.

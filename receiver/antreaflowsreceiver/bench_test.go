@@ -2,7 +2,6 @@ package antreaflowsreceiver
 
 import (
 	"context"
-	"io"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/internal/benchcpu"
 	"github.com/flowtel/flowtel/receiver/antreaflowsreceiver/internal/metadata"
+	"github.com/flowtel/flowtel/testbed/antreaagent"
 )
 
 // BenchmarkReceive: records per CPU-second of the whole process, the
@@ -107,23 +107,11 @@ func startBench(b *testing.B, next consumer.Logs) *antreaReceiver {
 // agentMessages captures what an agent's exporting process writes: its
 // template messages, then one data message carrying r.
 func agentMessages(b *testing.B, r *agentRecord) (templates, data []byte) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	all, err := antreaagent.Capture("node-a", func(a *antreaagent.Agent) error {
+		(&agent{a}).send(b, r)
+		return nil
+	})
 	require.NoError(b, err)
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		all, _ := io.ReadAll(c)
-		got <- all
-	}()
-	g := newAgent(b, ln.Addr().String(), "tcp", "node-a", nil)
-	g.send(b, r)
-	g.ep.CloseConnToCollector()
-	all := <-got
 	// The messages are framed by their headers: the last one is the record's.
 	var msgs [][]byte
 	for len(all) >= msgHeaderLen {

@@ -202,7 +202,7 @@ func benchmarkGateway(b *testing.B, sh loadShape, conns int) {
 // shippedGatewayRuntimeEnv is the Go runtime's settings (GOGC, GOMEMLIMIT)
 // of the gateway container in the kustomize base, so the load run measures
 // the gateway as it is deployed.
-func shippedGatewayRuntimeEnv(b *testing.B) []string {
+func shippedGatewayRuntimeEnv(b testing.TB) []string {
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "kubernetes", "base", "gateway", "statefulset.yaml"))
 	require.NoError(b, err)
 	var ss appsv1.StatefulSet
