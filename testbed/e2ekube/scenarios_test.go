@@ -140,7 +140,33 @@ func (b *bed) startWorkloads(t *testing.T) *world {
 	if err := b.WaitServiceRules(ctx, "shop"); err != nil {
 		t.Fatal(err)
 	}
-	return b.learn(t)
+	w := b.learn(t)
+	b.waitNodePortsFromOutside(ctx, t, w)
+	return w
+}
+
+// waitNodePortsFromOutside connects from outside the cluster to the
+// NodePort on every Node until each answers. The NAT rules can name every
+// endpoint while a Node still refuses its NodePort from outside (once in a
+// run straight after another: "connection refused" for the scenario's
+// external case). The probes' source ports are ephemeral, above every port
+// the scenario checks.
+func (b *bed) waitNodePortsFromOutside(ctx context.Context, t *testing.T, w *world) {
+	t.Helper()
+	for _, n := range b.Nodes {
+		probe := kcase{name: "probe of " + n.Name + "'s NodePort from outside", from: "external",
+			to: func(w *world) string { return w.nodeAddr[n.Name] + ":30080" }, proto: "tcp"}
+		for {
+			err := b.send(ctx, w, probe)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
 }
 
 func (b *bed) learn(t *testing.T) *world {
