@@ -145,9 +145,9 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 		return own, ownErr
 	}
 	// Either form a node collector sends: compact (as shipped), of which
-	// only what check reads is kept (flow_correlation decodes the record),
-	// or attributes; each record is done with before the next, so the
-	// Decoder reuses its label maps.
+	// only what check reads is kept, read where it is in the body
+	// (flow_correlation decodes the record), or attributes; each record is
+	// done with before the next, so the Decoder reuses its label maps.
 	var rec flowrecord.Record
 	var dec attrcodec.Decoder
 	read := func(lr plog.LogRecord) error {
@@ -182,7 +182,10 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 				}
 				if reason != "" {
 					refused[reason]++
-					firstClaim[reason] = cmpOr(firstClaim[reason], claim)
+					if firstClaim[reason] == "" {
+						// A peeked record's strings are views of its body.
+						firstClaim[reason] = strings.Clone(claim)
+					}
 					return true
 				}
 				accepted++

@@ -28,20 +28,22 @@ type LabelMaps interface {
 // reset first), its labels maps from maps (nil: new ones). Errors name the
 // field that is wrong.
 func Decode(lr plog.LogRecord, r *flowrecord.Record, maps LabelMaps) error {
-	return read(lr, r, maps, nil)
+	return read(lr, r, maps, nil, bodyCopy)
 }
 
-// read is Decode, keeping only the fields keep selects (nil: all).
-func read(lr plog.LogRecord, r *flowrecord.Record, maps LabelMaps, keep *Selection) error {
+// bodyCopy is one copy of a body, as a string a decoded record's strings are
+// slices of (one allocation for all of them). AsRaw copies already and
+// nothing else holds that copy, so it becomes the string as it is.
+func bodyCopy(b pcommon.ByteSlice) string { return ownString(b.AsRaw()) }
+
+// read is Decode, keeping only the fields keep selects (nil: all), the body
+// read from the string body makes of it.
+func read(lr plog.LogRecord, r *flowrecord.Record, maps LabelMaps, keep *Selection, body func(pcommon.ByteSlice) string) error {
 	*r = flowrecord.Record{}
 	if err := header(lr, r); err != nil {
 		return err
 	}
-	// One copy of the body, as a string the record's strings are slices of
-	// (one allocation for all of them). AsRaw copies already and nothing else
-	// holds that copy, so it becomes the string as it is.
-	raw := lr.Body().Bytes().AsRaw()
-	d := reader{s: ownString(raw), maps: maps}
+	d := reader{s: body(lr.Body().Bytes()), maps: maps}
 	d.record(r, keep)
 	return d.end(r)
 }

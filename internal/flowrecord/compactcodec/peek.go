@@ -54,12 +54,13 @@ func (s *Selection) add(attribute string) bool {
 // of r is left zero (r.Aggregation is nil unless sel selects an aggregation
 // field), and no labels map is built unless sel selects it. The whole body is
 // read and checked as Decode checks it, so Peek refuses exactly the records
-// Decode refuses, with the same error. r's strings share one copy of the
-// body, as Decode's do.
+// Decode refuses, with the same error. r's strings are views of lr's Body
+// (no copy of it is made): they are valid while the Body is not changed, and
+// a caller copies any it keeps longer. A nil sel selects every field.
 //
 // It is for a component that checks a few fields of each record and passes
 // the record on as it came (node_identity), so that the record is decoded
 // once in the process, by the component that uses all of it.
 func Peek(lr plog.LogRecord, r *flowrecord.Record, sel *Selection) error {
-	return read(lr, r, nil, sel)
+	return read(lr, r, nil, sel, bodyView)
 }
