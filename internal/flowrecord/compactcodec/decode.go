@@ -303,25 +303,26 @@ func (d *reader) skipLabels(field string) {
 	if !ok {
 		return
 	}
-	var seen map[string]struct{}
 	var small [smallLabels]string
+	var seen map[string]struct{}
+	if n > smallLabels {
+		seen = make(map[string]struct{}, n)
+	}
 	keys := 0
 	for j := range n {
 		k := d.str(field)
 		d.str(field)
-		switch {
-		case n > smallLabels:
-			if seen == nil {
-				seen = make(map[string]struct{}, n)
-			}
+		if seen != nil {
 			seen[k] = struct{}{}
-			keys = len(seen)
-		case !slices.Contains(small[:j], k):
-			keys++
-			fallthrough
-		default:
-			small[j] = k
+			continue
 		}
+		if !slices.Contains(small[:j], k) {
+			keys++
+		}
+		small[j] = k
+	}
+	if seen != nil {
+		keys = len(seen)
 	}
 	d.distinct(field, n, keys)
 }
