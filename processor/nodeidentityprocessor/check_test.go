@@ -2,13 +2,19 @@ package nodeidentityprocessor
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/flowrecordtest"
 )
 
 // TestCheck: which records node-b's collector may send. The records k8s_flow
@@ -19,6 +25,23 @@ import (
 // of a connection node-b did not relay, or another connection's key does
 // not.
 func TestCheck(t *testing.T) {
+	for name, tc := range checkCases() {
+		reason, claim, err := check(tc.r, "node-b", nodeBAddrs)
+		require.NoError(t, err, name)
+		assert.Equal(t, tc.reason, reason, name)
+		assert.Equal(t, tc.want, claim, name)
+	}
+}
+
+// checkCase is a record node-b's collector sends, and why it may not (the
+// reason and the claim check returns; "" when it may).
+type checkCase struct {
+	r            *flowrecord.Record
+	reason, want string
+}
+
+// checkCases are TestCheck's records by name.
+func checkCases() map[string]checkCase {
 	pod := func(addr, node string) flowrecord.Endpoint {
 		return flowrecord.Endpoint{Address: netip.MustParseAddr(addr), Port: 8080, Kind: flowrecord.EndpointPod, NodeName: node}
 	}
@@ -48,10 +71,7 @@ func TestCheck(t *testing.T) {
 		return flowrecord.Endpoint{Address: netip.MustParseAddr(addr), Kind: flowrecord.EndpointNode, NodeName: "node-b"}
 	}
 	nodeBGateway := nodeBAt("10.244.2.1")
-	for name, tc := range map[string]struct {
-		r            *flowrecord.Record
-		reason, want string
-	}{
+	return map[string]checkCase{
 		// What k8s_flow writes on node-b.
 		"source half":                        {keyed(rec("node-b", flowrecord.SideSource, podB, podA, false)), "", ""},
 		"source half of node-b itself":       {keyed(rec("node-b", flowrecord.SideSource, nodeB, podA, false)), "", ""},
@@ -102,11 +122,6 @@ func TestCheck(t *testing.T) {
 		"ingress half with another Node's SNAT address":   {keyed(snatBy(rec("node-b", flowrecord.SideSource, external, podC, true), "192.168.0.3")), "not_node_address", "192.168.0.3"},
 		"node-b itself at another Node's address":         {keyed(rec("node-b", flowrecord.SideSource, nodeBAt("192.168.0.3"), podA, false)), "not_node_address", "192.168.0.3"},
 		"node-b itself as destination at another address": {keyed(rec("node-b", flowrecord.SideDestination, podA, nodeBAt("10.244.3.1"), false)), "not_node_address", "10.244.3.1"},
-	} {
-		reason, claim, err := check(tc.r, "node-b", nodeBAddrs)
-		require.NoError(t, err, name)
-		assert.Equal(t, tc.reason, reason, name)
-		assert.Equal(t, tc.want, claim, name)
 	}
 }
 
@@ -136,3 +151,62 @@ func TestCheckNodesUnknown(t *testing.T) {
 func nodeBAddrs() ([]netip.Addr, error) {
 	return []netip.Addr{netip.MustParseAddr("192.168.0.2"), netip.MustParseAddr("10.244.2.1")}, nil
 }
+
+// TestCheckCompact: check judges a compact record from what
+// compactcodec.Peek keeps of it (checked) as from the whole record: for
+// TestCheck's records, and for random ones (every field set, the ones check
+// reads drawn among node-b's, other Nodes' and nobody's) whose verdicts span
+// check's reasons. A field check reads and checked lacks fails here.
+func TestCheckCompact(t *testing.T) {
+	judge := func(t *testing.T, r *flowrecord.Record, what string) (verdict [2]string) {
+		t.Helper()
+		lr := plog.NewLogRecord()
+		compactcodec.Encode(r, lr)
+		var full, peeked flowrecord.Record
+		require.NoError(t, attrcodec.Decode(lr, &full), what)
+		require.NoError(t, compactcodec.Peek(lr, &peeked, checked), what)
+		reason, claim, err := check(&full, "node-b", nodeBAddrs)
+		require.NoError(t, err, what)
+		pReason, pClaim, err := check(&peeked, "node-b", nodeBAddrs)
+		require.NoError(t, err, what)
+		require.Equal(t, [2]string{reason, claim}, [2]string{pReason, pClaim}, "%s: check of the whole record, then of the peeked one", what)
+		return [2]string{reason, claim}
+	}
+	for name, tc := range checkCases() {
+		assert.Equal(t, [2]string{tc.reason, tc.want}, judge(t, tc.r, name), name)
+	}
+
+	rng := rand.New(rand.NewPCG(44, 3))
+	pick := func(s ...string) string { return pickFrom(rng, s...) }
+	addr := func() netip.Addr {
+		return netip.MustParseAddr(pick("192.168.0.2", "10.244.2.1", "192.168.0.3", "10.244.1.10", "10.244.2.10", "198.51.100.7", "::ffff:192.168.0.2"))
+	}
+	reasons := map[string]int{}
+	for i, r := range flowrecordtest.RandomRecords(t, rng, 3000) {
+		r.Reporter.NodeName = pick("node-b", "node-b", "node-b", "node-a")
+		r.Reporter.Side = flowrecord.Side(rng.IntN(len(flowrecord.Side(0).Names())))
+		r.FlowType = flowrecord.FlowType(rng.IntN(len(flowrecord.FlowType(0).Names())))
+		r.Protocol = pickFrom[uint8](rng, 6, 17, 1)
+		for _, e := range []*flowrecord.Endpoint{&r.Source, &r.Destination} {
+			e.Address, e.Port = addr(), pickFrom[uint16](rng, 8080, 8081)
+			e.Kind = flowrecord.EndpointKind(rng.IntN(len(flowrecord.EndpointKind(0).Names())))
+			e.NodeName = pick("node-b", "node-a", "node-c", "")
+			e.PodName = pick("pod", "")
+		}
+		r.OriginalDestinationAddress, r.OriginalDestinationPort = addr(), pickFrom[uint16](rng, 8080, 30080, 0)
+		r.ProxySNATAddress, r.ProxySNATPort = addr(), 40022
+		if rng.IntN(3) == 0 {
+			r.ProxySNATAddress = netip.Addr{}
+		}
+		r.Key = pick(r.CorrelationKey(), r.CorrelationKey(), "", "6|10.244.1.10:8080|10.244.3.10:8080")
+		v := judge(t, r, fmt.Sprintf("random record %d", i))
+		reasons[v[0]]++
+	}
+	t.Logf("verdicts of the random records: %v", reasons)
+	for _, reason := range []string{"", refusedOtherNode, refusedNotLocal, refusedKeyMismatch, refusedNotNodeAddress} {
+		assert.NotZero(t, reasons[reason], "no random record judged %q", reason)
+	}
+}
+
+// pickFrom is one of s, at random.
+func pickFrom[T any](rng *rand.Rand, s ...T) T { return s[rng.IntN(len(s))] }

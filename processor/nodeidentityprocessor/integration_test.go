@@ -19,7 +19,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -156,27 +155,6 @@ func encoded(encode func(*flowrecord.Record, plog.LogRecord), resourceNode strin
 	}
 	return ld
 }
-
-func counter(t *testing.T, tel *componenttest.Telemetry, name, reason string) int64 {
-	t.Helper()
-	m, err := tel.GetMetric(name)
-	if err != nil {
-		return 0
-	}
-	var n int64
-	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-		if v, _ := dp.Attributes.Value("reason"); reason == "" || v.AsString() == reason {
-			n += dp.Value
-		}
-	}
-	return n
-}
-
-const (
-	accepted = "otelcol_processor_node_identity_records_accepted"
-	refused  = "otelcol_processor_node_identity_records_refused"
-	reviews  = "otelcol_processor_node_identity_token_reviews"
-)
 
 // TestNodeIdentity: against the real API server, the node collector of
 // node-a (its projected token, bound to its Pod on node-a) gets its own

@@ -22,6 +22,8 @@ import (
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
 	"github.com/flowtel/flowtel/internal/senderauth"
 	"github.com/flowtel/flowtel/processor/nodeidentityprocessor/internal/metadata"
 )
@@ -142,11 +144,18 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 		}
 		return own, ownErr
 	}
-	// Either form a node collector sends (compact, as shipped, or
-	// attributes); each record is done with before the next, so the
-	// Decoder reuses its label maps.
+	// Either form a node collector sends: compact (as shipped), of which
+	// only what check reads is kept, read where it is in the body
+	// (flow_correlation decodes the record), or attributes; each record is
+	// done with before the next, so the Decoder reuses its label maps.
 	var rec flowrecord.Record
 	var dec attrcodec.Decoder
+	read := func(lr plog.LogRecord) error {
+		if compactcodec.IsCompact(lr) {
+			return compactcodec.Peek(lr, &rec, checked)
+		}
+		return dec.Decode(lr, &rec)
+	}
 	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
 		if v, ok := rl.Resource().Attributes().Get(resourceNodeName); ok && v.Str() != node {
 			k := int64(0)
@@ -162,7 +171,7 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 				if unavailable != nil {
 					return false
 				}
-				if err := dec.Decode(lr, &rec); err != nil {
+				if err := read(lr); err != nil {
 					refused[refusedUndecodable]++
 					return true
 				}
@@ -173,7 +182,10 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 				}
 				if reason != "" {
 					refused[reason]++
-					firstClaim[reason] = cmpOr(firstClaim[reason], claim)
+					if firstClaim[reason] == "" {
+						// A peeked record's strings are views of its body.
+						firstClaim[reason] = strings.Clone(claim)
+					}
 					return true
 				}
 				accepted++
@@ -210,6 +222,22 @@ func (p *nodeIdentity) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs
 	}
 	return ld, nil
 }
+
+// checked are the fields of a compact record check reads (flow.key aside,
+// which compactcodec.Peek always reads): the reporter, each endpoint's
+// address, port, kind and Node, the destination Pod's name
+// (Record.IsIngressNodeFromExternal), and what the correlation key and the
+// NAT predicates read. A field check reads and this list does not would read
+// zero from a compact record: TestCheckCompact compares check on peeked
+// records with check on decoded ones.
+var checked = compactcodec.Select(
+	"flow.reporter.node.name", "flow.reporter.side",
+	catalogue.AttrProtocol, "flow.type", "flow.icmp.type", "flow.icmp.code", "flow.icmp.id",
+	catalogue.AttrSourceAddress, "source.port", "flow.source.kind", "source.k8s.node.name",
+	catalogue.AttrDestinationAddress, "destination.port", "flow.destination.kind", "destination.k8s.node.name", "destination.k8s.pod.name",
+	"flow.original_destination.address", "flow.original_destination.port",
+	"flow.proxy_snat.address", "flow.proxy_snat.port",
+)
 
 // check says why node's collector may not send r ("" when it may), and
 // the Node (or, for not_node_address, the address) it claimed instead of

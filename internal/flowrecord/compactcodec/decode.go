@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -27,7 +28,29 @@ type LabelMaps interface {
 // reset first), its labels maps from maps (nil: new ones). Errors name the
 // field that is wrong.
 func Decode(lr plog.LogRecord, r *flowrecord.Record, maps LabelMaps) error {
+	return read(lr, r, maps, nil, bodyCopy)
+}
+
+// bodyCopy is one copy of a body, as a string a decoded record's strings are
+// slices of (one allocation for all of them). AsRaw copies already and
+// nothing else holds that copy, so it becomes the string as it is.
+func bodyCopy(b pcommon.ByteSlice) string { return ownString(b.AsRaw()) }
+
+// read is Decode, keeping only the fields keep selects (nil: all), the body
+// read from the string body makes of it.
+func read(lr plog.LogRecord, r *flowrecord.Record, maps LabelMaps, keep *Selection, body func(pcommon.ByteSlice) string) error {
 	*r = flowrecord.Record{}
+	if err := header(lr, r); err != nil {
+		return err
+	}
+	d := reader{s: body(lr.Body().Bytes()), maps: maps}
+	d.record(r, keep)
+	return d.end(r)
+}
+
+// header checks lr's attributes and Body type as a compact record's and
+// reads what lives outside the body into r: Key, End and Observed.
+func header(lr plog.LogRecord, r *flowrecord.Record) error {
 	attrs := lr.Attributes()
 	if n := attrs.Len(); n > flowrecord.MaxAttributes {
 		return fmt.Errorf("record has %d attributes (at most %d); a compact flow record carries %d", n, flowrecord.MaxAttributes, compactAttributes)
@@ -53,12 +76,12 @@ func Decode(lr plog.LogRecord, r *flowrecord.Record, maps LabelMaps) error {
 	}
 	r.End = catalogue.FromLogTimestamp(lr.Timestamp())
 	r.Observed = catalogue.FromLogTimestamp(lr.ObservedTimestamp())
-	// One copy of the body, as a string the record's strings are slices of
-	// (one allocation for all of them). AsRaw copies already and nothing else
-	// holds that copy, so it becomes the string as it is.
-	raw := lr.Body().Bytes().AsRaw()
-	d := reader{s: ownString(raw), maps: maps}
-	d.record(r)
+	return nil
+}
+
+// end is the error of a body read into r: the reader's first, bytes after the
+// last field, or a required address missing.
+func (d *reader) end(r *flowrecord.Record) error {
 	if d.err == nil && d.i < len(d.s) {
 		d.fail("body", fmt.Sprintf("%d bytes after the last field", len(d.s)-d.i))
 	}
@@ -225,18 +248,35 @@ func (d *reader) addr(field string) netip.Addr {
 	return netip.Addr{}
 }
 
-func (d *reader) labels(field string, slot int) map[string]string {
-	n := d.uvarint(field)
+// labelCount reads the count of a labels map: ok false for nil (or an
+// error), else n, bounded by MaxLabels and by the bytes left.
+func (d *reader) labelCount(field string) (n uint64, ok bool) {
+	n = d.uvarint(field)
 	if n == 0 {
-		return nil
+		return 0, false
 	}
 	n--
 	if n > flowrecord.MaxLabels {
 		d.fail(field, fmt.Sprintf("%d labels (at most %d)", n, flowrecord.MaxLabels))
-		return nil
+		return 0, false
 	}
 	if left := uint64(len(d.s) - d.i); n > left/2 { // a label takes two bytes at least
 		d.fail(field, fmt.Sprintf("%d labels run past the end of the Body (%d bytes left)", n, left))
+		return 0, false
+	}
+	return n, true
+}
+
+// distinct fails field when its n labels have fewer distinct keys.
+func (d *reader) distinct(field string, n uint64, keys int) {
+	if d.err == nil && uint64(keys) != n {
+		d.fail(field, fmt.Sprintf("%d labels, %d of them distinct", n, keys))
+	}
+}
+
+func (d *reader) labels(field string, slot int) map[string]string {
+	n, ok := d.labelCount(field)
+	if !ok {
 		return nil
 	}
 	var m map[string]string
@@ -249,15 +289,65 @@ func (d *reader) labels(field string, slot int) map[string]string {
 		k := d.str(field)
 		m[k] = d.str(field)
 	}
-	if d.err == nil && uint64(len(m)) != n {
-		d.fail(field, fmt.Sprintf("%d labels, %d of them distinct", n, len(m)))
-	}
+	d.distinct(field, n, len(m))
 	return m
 }
 
-// record reads what writer.record writes.
-func (d *reader) record(r *flowrecord.Record) {
-	d.fields(fields, r)
+// smallLabels is how many labels skipLabels tells apart without a map.
+const smallLabels = 16
+
+// skipLabels reads a labels map as labels does, checks it as labels does,
+// and keeps nothing: no map for up to smallLabels labels.
+func (d *reader) skipLabels(field string) {
+	n, ok := d.labelCount(field)
+	if !ok {
+		return
+	}
+	var small [smallLabels]string
+	var seen map[string]struct{}
+	if n > smallLabels {
+		seen = make(map[string]struct{}, n)
+	}
+	keys := 0
+	for j := range n {
+		k := d.str(field)
+		d.str(field)
+		if seen != nil {
+			seen[k] = struct{}{}
+			continue
+		}
+		if !slices.Contains(small[:j], k) {
+			keys++
+		}
+		small[j] = k
+	}
+	if seen != nil {
+		keys = len(seen)
+	}
+	d.distinct(field, n, keys)
+}
+
+func (d *reader) bytes16(field string) (b catalogue.Bytes16) {
+	switch n := d.u8(field); n {
+	case 0:
+	case 16:
+		if s, ok := d.raw(field, 16); ok {
+			copy(b[:], s)
+		}
+	default:
+		d.fail(field, fmt.Sprintf("length %d, want 0 or 16", n))
+	}
+	return b
+}
+
+// record reads what writer.record writes: into r the fields keep selects
+// (nil: all of them), every other one read and checked, and kept nowhere.
+func (d *reader) record(r *flowrecord.Record, keep *Selection) {
+	var plain, agg []bool
+	if keep != nil {
+		plain, agg = keep.plain, keep.agg
+	}
+	d.fields(fields, r, plain)
 	switch d.u8(aggregationPresence) {
 	case 0:
 		return
@@ -266,15 +356,22 @@ func (d *reader) record(r *flowrecord.Record) {
 		d.fail(aggregationPresence, fmt.Sprintf("presence byte is %d, want 0 or 1", d.s[d.i-1]))
 		return
 	}
-	r.Aggregation = &flowrecord.Aggregation{}
-	d.fields(aggregationFields, r)
+	if keep == nil {
+		r.Aggregation = &flowrecord.Aggregation{}
+	}
+	d.fields(aggregationFields, r, agg)
 }
 
-// fields reads fs into r, each checked against its type's range; after an
-// error every field reads zero.
-func (d *reader) fields(fs []field, r *flowrecord.Record) {
+// fields reads fs, each checked against its type's range, into r (only
+// those keep selects, when it is not nil); after an error every field reads
+// zero.
+func (d *reader) fields(fs []field, r *flowrecord.Record, keep []bool) {
 	for i := range fs {
 		f := &fs[i]
+		if keep != nil && !keep[i] {
+			d.skip(f)
+			continue
+		}
 		p := f.ref.At(r)
 		switch f.ref.Kind {
 		case catalogue.KindUint8:
@@ -298,16 +395,34 @@ func (d *reader) fields(fs []field, r *flowrecord.Record) {
 		case catalogue.KindLabels:
 			*p.Labels() = d.labels(f.name, f.ref.LabelsSlot)
 		case catalogue.KindBytes16:
-			switch n := d.u8(f.name); n {
-			case 0:
-			case 16:
-				if s, ok := d.raw(f.name, 16); ok {
-					copy(p.Bytes16()[:], s)
-				}
-			default:
-				d.fail(f.name, fmt.Sprintf("length %d, want 0 or 16", n))
-			}
+			*p.Bytes16() = d.bytes16(f.name)
 		}
+	}
+}
+
+// skip reads f and checks it as fields does, and keeps nothing of it.
+func (d *reader) skip(f *field) {
+	switch f.ref.Kind {
+	case catalogue.KindLabels:
+		d.skipLabels(f.name)
+	case catalogue.KindTime, catalogue.KindUint64:
+		d.uvarint(f.name) // any value: a time is any zigzag varint
+	case catalogue.KindString:
+		d.str(f.name)
+	case catalogue.KindUint8:
+		d.u8(f.name)
+	case catalogue.KindEnum:
+		d.enum(f.name, f.ref.Names)
+	case catalogue.KindBool:
+		d.boolean(f.name)
+	case catalogue.KindUint16:
+		d.u16(f.name)
+	case catalogue.KindUint32:
+		d.u32(f.name)
+	case catalogue.KindAddr:
+		d.addr(f.name)
+	case catalogue.KindBytes16:
+		d.bytes16(f.name)
 	}
 }
 

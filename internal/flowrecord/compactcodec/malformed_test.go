@@ -39,7 +39,27 @@ func compactLogRecord(body []byte) plog.LogRecord {
 	return lr
 }
 
+// malformedCase is a malformed compact record and what Decode says of it.
+type malformedCase struct {
+	name    string
+	lr      func() plog.LogRecord
+	wantErr string
+}
+
 func TestDecodeCompactMalformed(t *testing.T) {
+	for _, tt := range malformedCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			var r flowrecord.Record
+			err := Decode(tt.lr(), &r, nil)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+// malformedCases are records malformed one way each, in the attributes or
+// in one field of the body.
+func malformedCases() []malformedCase {
 	good := plog.NewLogRecord()
 	Encode(flowrecordtest.EveryField(), good)
 	full := good.Body().Bytes().AsRaw()
@@ -48,11 +68,7 @@ func TestDecodeCompactMalformed(t *testing.T) {
 		f(b)
 		return b.b
 	}
-	tests := []struct {
-		name    string
-		lr      func() plog.LogRecord
-		wantErr string
-	}{
+	return []malformedCase{
 		{"unknown version", func() plog.LogRecord {
 			lr := compactLogRecord(full)
 			lr.Attributes().PutStr(AttrRecordEncoding, "compact/2")
@@ -102,6 +118,15 @@ func TestDecodeCompactMalformed(t *testing.T) {
 				b.str("w")
 			}))
 		}, `field "source.k8s.pod.labels": 2 labels, 1 of them distinct`},
+		{"duplicate label among many", func() plog.LogRecord {
+			return compactLogRecord(with(func(b *compactBody) {
+				b.untilSourceLabels().uvarint(21)
+				for i := range 20 {
+					b.str(fmt.Sprint("k", i%19))
+					b.str("v")
+				}
+			}))
+		}, `field "source.k8s.pod.labels": 20 labels, 19 of them distinct`},
 		{"string past the end", func() plog.LogRecord {
 			return compactLogRecord(with(func(b *compactBody) {
 				b.untilSourceLabels().u8(0)
@@ -151,14 +176,6 @@ func TestDecodeCompactMalformed(t *testing.T) {
 			Encode(r, lr)
 			return lr
 		}, `missing required attribute "source.address"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var r flowrecord.Record
-			err := Decode(tt.lr(), &r, nil)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tt.wantErr)
-		})
 	}
 }
 

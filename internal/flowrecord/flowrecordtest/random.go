@@ -33,6 +33,24 @@ func Random(t testing.TB, rng *rand.Rand) *flowrecord.Record {
 	return &r
 }
 
+// RandomRecords are n Random records, varied where a round trip could go
+// wrong: every third without an Aggregation, every third with nil source
+// labels and empty destination ones.
+func RandomRecords(t testing.TB, rng *rand.Rand, n int) []*flowrecord.Record {
+	records := make([]*flowrecord.Record, n)
+	for i := range records {
+		r := Random(t, rng)
+		switch i % 3 {
+		case 1:
+			r.Aggregation = nil
+		case 2:
+			r.Source.PodLabels, r.Destination.PodLabels = nil, map[string]string{}
+		}
+		records[i] = r
+	}
+	return records
+}
+
 func fillRandom(t testing.TB, rng *rand.Rand, path string, v reflect.Value) {
 	nonZero := func(n uint64) uint64 { return 1 + rng.Uint64N(n) }
 	switch v.Type() {
