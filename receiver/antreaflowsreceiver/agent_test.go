@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -28,6 +29,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
+	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/testpki"
 	"github.com/flowtel/flowtel/receiver/antreaflowsreceiver/internal/metadatatest"
 	"github.com/flowtel/flowtel/testbed/ports"
@@ -90,94 +92,94 @@ func agentValue(name string, a *agentRecord, ipv6 bool) any {
 		return x.AsSlice()
 	}
 	egressIP := ""
-	if a.egressAddr.IsValid() {
-		egressIP = a.egressAddr.String()
+	if a.Egress.Address.IsValid() {
+		egressIP = a.Egress.Address.String()
 	}
 	switch name {
 	case "flowStartSeconds":
-		return uint32(a.start.Unix())
+		return uint32(a.Start.Unix())
 	case "flowEndSeconds":
-		return uint32(a.end.Unix())
+		return uint32(a.End.Unix())
 	case "flowEndReason":
-		return a.endReason
+		return uint8(a.EndReason)
 	case "sourceTransportPort":
-		return a.src.port
+		return a.Source.Port
 	case "destinationTransportPort":
-		return a.dst.port
+		return a.Destination.Port
 	case "protocolIdentifier":
-		return a.protocol
+		return a.Protocol
 	case "packetTotalCount":
-		return a.stats.packetTotal
+		return a.Stats.PacketTotal
 	case "octetTotalCount":
-		return a.stats.octetTotal
+		return a.Stats.OctetTotal
 	case "packetDeltaCount":
-		return a.stats.packetDelta
+		return a.Stats.PacketDelta
 	case "octetDeltaCount":
-		return a.stats.octetDelta
+		return a.Stats.OctetDelta
 	case "reversePacketTotalCount":
-		return a.reverse.packetTotal
+		return a.ReverseStats.PacketTotal
 	case "reverseOctetTotalCount":
-		return a.reverse.octetTotal
+		return a.ReverseStats.OctetTotal
 	case "reversePacketDeltaCount":
-		return a.reverse.packetDelta
+		return a.ReverseStats.PacketDelta
 	case "reverseOctetDeltaCount":
-		return a.reverse.octetDelta
+		return a.ReverseStats.OctetDelta
 	case "sourceIPv4Address", "sourceIPv6Address":
-		return ip(a.src.addr)
+		return ip(a.Source.Address)
 	case "destinationIPv4Address", "destinationIPv6Address":
-		return ip(a.dst.addr)
+		return ip(a.Destination.Address)
 	case "sourcePodName":
-		return a.src.pod
+		return a.Source.PodName
 	case "sourcePodNamespace":
-		return a.src.namespace
+		return a.Source.Namespace
 	case "sourceNodeName":
-		return a.src.node
+		return a.Source.NodeName
 	case "destinationPodName":
-		return a.dst.pod
+		return a.Destination.PodName
 	case "destinationPodNamespace":
-		return a.dst.namespace
+		return a.Destination.Namespace
 	case "destinationNodeName":
-		return a.dst.node
+		return a.Destination.NodeName
 	case "destinationServicePort":
-		return a.servicePort
+		return a.Service.Port
 	case "destinationServicePortName":
-		return a.servicePortName
+		return a.Service.PortName
 	case "ingressNetworkPolicyName":
-		return a.ingress.name
+		return a.IngressPolicy.Name
 	case "ingressNetworkPolicyNamespace":
-		return a.ingress.namespace
+		return a.IngressPolicy.Namespace
 	case "ingressNetworkPolicyType":
-		return a.ingress.typ
+		return uint8(a.IngressPolicy.Type)
 	case "ingressNetworkPolicyRuleName":
-		return a.ingress.rule
+		return a.IngressPolicy.RuleName
 	case "ingressNetworkPolicyRuleAction":
-		return a.ingress.ruleAction
+		return uint8(a.IngressPolicy.RuleAction)
 	case "egressNetworkPolicyName":
-		return a.egress.name
+		return a.EgressPolicy.Name
 	case "egressNetworkPolicyNamespace":
-		return a.egress.namespace
+		return a.EgressPolicy.Namespace
 	case "egressNetworkPolicyType":
-		return a.egress.typ
+		return uint8(a.EgressPolicy.Type)
 	case "egressNetworkPolicyRuleName":
-		return a.egress.rule
+		return a.EgressPolicy.RuleName
 	case "egressNetworkPolicyRuleAction":
-		return a.egress.ruleAction
+		return uint8(a.EgressPolicy.RuleAction)
 	case "tcpState":
-		return a.tcpState
+		return a.TCPState
 	case "flowType":
-		return a.flowType
+		return uint8(a.FlowType)
 	case "egressName":
-		return a.egressName
+		return a.Egress.Name
 	case "egressIP":
 		return egressIP
 	case "egressNodeName":
-		return a.egressNode
+		return a.Egress.NodeName
 	case "proxySnatPort":
-		return a.proxySNATPort
+		return a.ProxySNATPort
 	case "destinationClusterIPv4", "destinationClusterIPv6", "destinationServiceIPv4", "destinationServiceIPv6":
-		return ip(a.serviceAddr)
+		return ip(a.Service.Address)
 	case "proxySnatIPv4", "proxySnatIPv6":
-		return ip(a.proxySNATAddr)
+		return ip(a.ProxySNATAddress)
 	}
 	panic("no value for IE " + name)
 }
@@ -242,29 +244,43 @@ func fnv1(s string) uint32 {
 
 func (g *agent) send(t testing.TB, r *agentRecord) {
 	t.Helper()
-	v6 := r.src.addr.Is6()
+	v6 := r.Source.Address.Is6()
 	ies := make([]entities.InfoElementWithValue, 0, 43)
 	for _, e := range g.elements[v6] {
-		var iev entities.InfoElementWithValue
-		switch v := agentValue(e.Name, r, v6).(type) {
-		case uint8:
-			iev = entities.NewUnsigned8InfoElement(e, v)
-		case uint16:
-			iev = entities.NewUnsigned16InfoElement(e, v)
-		case uint32:
-			iev = entities.NewDateTimeSecondsInfoElement(e, v)
-		case uint64:
-			iev = entities.NewUnsigned64InfoElement(e, v)
-		case string:
-			iev = entities.NewStringInfoElement(e, v)
-		case net.IP:
-			iev = entities.NewIPAddressInfoElement(e, v)
-		}
-		ies = append(ies, iev)
+		ies = append(ies, withValue(e, agentValue(e.Name, r, v6)))
 	}
+	g.sendData(t, g.tid[v6], ies)
+}
+
+// withValue is e carrying v, a value of e's Go type as agentValue gives it
+// (a uint32 is a dateTimeSeconds).
+func withValue(e *entities.InfoElement, v any) entities.InfoElementWithValue {
+	switch v := v.(type) {
+	case uint8:
+		return entities.NewUnsigned8InfoElement(e, v)
+	case uint16:
+		return entities.NewUnsigned16InfoElement(e, v)
+	case uint32:
+		if e.DataType == entities.Unsigned32 {
+			return entities.NewUnsigned32InfoElement(e, v)
+		}
+		return entities.NewDateTimeSecondsInfoElement(e, v)
+	case uint64:
+		return entities.NewUnsigned64InfoElement(e, v)
+	case string:
+		return entities.NewStringInfoElement(e, v)
+	case net.IP:
+		return entities.NewIPAddressInfoElement(e, v)
+	}
+	panic(fmt.Sprintf("IE %s: no encoding of %T", e.Name, v))
+}
+
+// sendData sends one data set of template tid with one record.
+func (g *agent) sendData(t testing.TB, tid uint16, ies []entities.InfoElementWithValue) {
+	t.Helper()
 	set := entities.NewSet(false)
-	require.NoError(t, set.PrepareSet(entities.Data, g.tid[v6]))
-	require.NoError(t, set.AddRecordV2(ies, g.tid[v6]))
+	require.NoError(t, set.PrepareSet(entities.Data, tid))
+	require.NoError(t, set.AddRecordV2(ies, tid))
 	_, err := g.ep.SendSet(set)
 	require.NoError(t, err)
 }
@@ -277,41 +293,43 @@ func toFlow(r *agentRecord) *pb.Flow {
 		}
 		return a.AsSlice()
 	}
-	st := func(c agentCounters) *pb.Stats {
-		return &pb.Stats{PacketTotalCount: c.packetTotal, OctetTotalCount: c.octetTotal, PacketDeltaCount: c.packetDelta, OctetDeltaCount: c.octetDelta}
+	st := func(c flowrecord.Counters) *pb.Stats {
+		return &pb.Stats{PacketTotalCount: c.PacketTotal, OctetTotalCount: c.OctetTotal, PacketDeltaCount: c.PacketDelta, OctetDeltaCount: c.OctetDelta}
 	}
 	ipv := pb.IPVersion_IP_VERSION_4
-	if r.src.addr.Is6() {
+	if r.Source.Address.Is6() {
 		ipv = pb.IPVersion_IP_VERSION_6
 	}
+	src, dst, in, out := &r.Source, &r.Destination, &r.IngressPolicy, &r.EgressPolicy
 	f := &pb.Flow{
-		Ipfix:     &pb.IPFIX{ExportTime: timestamppb.New(r.exportTime), ObservationDomainId: r.observationDomain},
-		StartTs:   timestamppb.New(r.start),
-		EndTs:     timestamppb.New(r.end),
-		EndReason: pb.FlowEndReason(r.endReason),
-		Ip:        &pb.IP{Version: ipv, Source: b(r.src.addr), Destination: b(r.dst.addr)},
-		Transport: &pb.Transport{ProtocolNumber: uint32(r.protocol), SourcePort: uint32(r.src.port), DestinationPort: uint32(r.dst.port)},
+		Ipfix:     &pb.IPFIX{ExportTime: timestamppb.New(r.Observed), ObservationDomainId: r.domain},
+		StartTs:   timestamppb.New(r.Start),
+		EndTs:     timestamppb.New(r.End),
+		EndReason: pb.FlowEndReason(r.EndReason),
+		Ip:        &pb.IP{Version: ipv, Source: b(src.Address), Destination: b(dst.Address)},
+		Transport: &pb.Transport{ProtocolNumber: uint32(r.Protocol), SourcePort: uint32(src.Port), DestinationPort: uint32(dst.Port)},
 		K8S: &pb.Kubernetes{
-			FlowType: pb.FlowType(r.flowType), SourcePodNamespace: r.src.namespace, SourcePodName: r.src.pod, SourcePodUid: r.src.podUID,
-			SourceNodeName: r.src.node, SourceNodeUid: r.src.nodeUID, DestinationPodNamespace: r.dst.namespace,
-			DestinationPodName: r.dst.pod, DestinationPodUid: r.dst.podUID, DestinationNodeName: r.dst.node, DestinationNodeUid: r.dst.nodeUID,
-			DestinationServicePort: uint32(r.servicePort), DestinationServicePortName: r.servicePortName, DestinationServiceUid: r.serviceUID,
-			DestinationServiceIp:     b(r.serviceAddr),
-			IngressNetworkPolicyType: pb.NetworkPolicyType(r.ingress.typ), IngressNetworkPolicyNamespace: r.ingress.namespace,
-			IngressNetworkPolicyName: r.ingress.name, IngressNetworkPolicyUid: r.ingress.uid, IngressNetworkPolicyRuleName: r.ingress.rule,
-			IngressNetworkPolicyRuleAction: pb.NetworkPolicyRuleAction(r.ingress.ruleAction),
-			EgressNetworkPolicyType:        pb.NetworkPolicyType(r.egress.typ), EgressNetworkPolicyNamespace: r.egress.namespace,
-			EgressNetworkPolicyName: r.egress.name, EgressNetworkPolicyUid: r.egress.uid, EgressNetworkPolicyRuleName: r.egress.rule,
-			EgressNetworkPolicyRuleAction: pb.NetworkPolicyRuleAction(r.egress.ruleAction),
-			EgressName:                    r.egressName, EgressIp: b(r.egressAddr), EgressNodeName: r.egressNode, EgressNodeUid: r.egressNodeUID, EgressUid: r.egressUID,
+			FlowType: pb.FlowType(r.FlowType), SourcePodNamespace: src.Namespace, SourcePodName: src.PodName, SourcePodUid: src.PodUID,
+			SourceNodeName: src.NodeName, SourceNodeUid: src.NodeUID, DestinationPodNamespace: dst.Namespace,
+			DestinationPodName: dst.PodName, DestinationPodUid: dst.PodUID, DestinationNodeName: dst.NodeName, DestinationNodeUid: dst.NodeUID,
+			DestinationServicePort: uint32(r.Service.Port), DestinationServicePortName: r.Service.PortName, DestinationServiceUid: r.Service.UID,
+			DestinationServiceIp:     b(r.Service.Address),
+			IngressNetworkPolicyType: pb.NetworkPolicyType(in.Type), IngressNetworkPolicyNamespace: in.Namespace,
+			IngressNetworkPolicyName: in.Name, IngressNetworkPolicyUid: in.UID, IngressNetworkPolicyRuleName: in.RuleName,
+			IngressNetworkPolicyRuleAction: pb.NetworkPolicyRuleAction(in.RuleAction),
+			EgressNetworkPolicyType:        pb.NetworkPolicyType(out.Type), EgressNetworkPolicyNamespace: out.Namespace,
+			EgressNetworkPolicyName: out.Name, EgressNetworkPolicyUid: out.UID, EgressNetworkPolicyRuleName: out.RuleName,
+			EgressNetworkPolicyRuleAction: pb.NetworkPolicyRuleAction(out.RuleAction),
+			EgressName:                    r.Egress.Name, EgressIp: b(r.Egress.Address), EgressNodeName: r.Egress.NodeName,
+			EgressNodeUid: r.Egress.NodeUID, EgressUid: r.Egress.UID,
 		},
-		Stats:         st(r.stats),
-		ReverseStats:  st(r.reverse),
-		ProxySnatIp:   b(r.proxySNATAddr),
-		ProxySnatPort: uint32(r.proxySNATPort),
+		Stats:         st(r.Stats),
+		ReverseStats:  st(r.ReverseStats),
+		ProxySnatIp:   b(r.ProxySNATAddress),
+		ProxySnatPort: uint32(r.ProxySNATPort),
 	}
-	if r.tcpState != "" {
-		f.Transport.Protocol = &pb.Transport_Tcp{Tcp: &pb.TCP{StateName: r.tcpState}}
+	if r.TCPState != "" {
+		f.Transport.Protocol = &pb.Transport_Tcp{Tcp: &pb.TCP{StateName: r.TCPState}}
 	}
 	return f
 }
