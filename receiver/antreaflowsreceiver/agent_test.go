@@ -211,7 +211,6 @@ func newAgentWithout(t testing.TB, address, transport, node string, tlsCfg *ipfi
 	t.Cleanup(ep.CloseConnToCollector)
 	a := &agent{ep: ep, elements: map[bool][]*entities.InfoElement{}, tid: map[bool]uint16{}}
 	for _, v6 := range []bool{false, true} {
-		var ies []entities.InfoElementWithValue
 		for _, ie := range agentIEs(v6) {
 			if slices.Contains(without, ie.name) {
 				continue
@@ -219,18 +218,28 @@ func newAgentWithout(t testing.TB, address, transport, node string, tlsCfg *ipfi
 			e, err := registry.GetInfoElement(ie.name, ie.ent)
 			require.NoError(t, err, ie.name)
 			a.elements[v6] = append(a.elements[v6], e)
-			iev, err := entities.DecodeAndCreateInfoElementWithValue(e, nil)
-			require.NoError(t, err)
-			ies = append(ies, iev)
 		}
-		a.tid[v6] = ep.NewTemplateID()
-		set := entities.NewSet(false)
-		require.NoError(t, set.PrepareSet(entities.Template, a.tid[v6]))
-		require.NoError(t, set.AddRecordV2(ies, a.tid[v6]))
-		_, err := ep.SendSet(set)
-		require.NoError(t, err)
+		a.tid[v6] = a.announce(t, a.elements[v6])
 	}
 	return a
+}
+
+// announce sends a new template of the elements and returns its ID.
+func (g *agent) announce(t testing.TB, elements []*entities.InfoElement) uint16 {
+	t.Helper()
+	var ies []entities.InfoElementWithValue
+	for _, e := range elements {
+		iev, err := entities.DecodeAndCreateInfoElementWithValue(e, nil)
+		require.NoError(t, err)
+		ies = append(ies, iev)
+	}
+	tid := g.ep.NewTemplateID()
+	set := entities.NewSet(false)
+	require.NoError(t, set.PrepareSet(entities.Template, tid))
+	require.NoError(t, set.AddRecordV2(ies, tid))
+	_, err := g.ep.SendSet(set)
+	require.NoError(t, err)
+	return tid
 }
 
 // fnv1 is the agent's observation domain: FNV-1 (not 1a) of its Node name.

@@ -20,6 +20,7 @@ var (
 	podB    = netip.MustParseAddr("10.10.1.7")
 	podC    = netip.MustParseAddr("10.10.0.9")
 	cluster = netip.MustParseAddr("10.96.0.10")
+	nodeA   = netip.MustParseAddr("192.168.77.11")
 	nodeB   = netip.MustParseAddr("192.168.77.12")
 	gwB     = netip.MustParseAddr("10.10.1.1")
 	client  = netip.MustParseAddr("203.0.113.50")
