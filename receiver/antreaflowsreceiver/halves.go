@@ -13,8 +13,8 @@ import (
 	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
 
-// This file is where agent records meet flowtel's record model: the
-// conversion to a record half and its encoding.
+// This file is where an agent's record, read into flowtel's record model,
+// becomes a record half, and its encoding.
 
 // Reasons a decoded record is refused (refusal_reason in metadata.yaml).
 const (
