@@ -1,33 +1,18 @@
 package antreaflowsreceiver
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"net"
 	"net/netip"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vmware/go-ipfix/pkg/entities"
 	ipfixexporter "github.com/vmware/go-ipfix/pkg/exporter"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configoptional"
-	"go.opentelemetry.io/collector/config/configtls"
-	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/consumer/consumertest"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
-	"github.com/flowtel/flowtel/internal/testpki"
-	"github.com/flowtel/flowtel/receiver/antreaflowsreceiver/internal/metadatatest"
+	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/testbed/antreaagent"
-	"github.com/flowtel/flowtel/testbed/ports"
 )
 
 // The test side of the wire: an Antrea agent's two exports, written from the
@@ -48,94 +33,94 @@ func agentValue(name string, a *agentRecord, ipv6 bool) any {
 		return x.AsSlice()
 	}
 	egressIP := ""
-	if a.egressAddr.IsValid() {
-		egressIP = a.egressAddr.String()
+	if a.Egress.Address.IsValid() {
+		egressIP = a.Egress.Address.String()
 	}
 	switch name {
 	case "flowStartSeconds":
-		return uint32(a.start.Unix())
+		return uint32(a.Start.Unix())
 	case "flowEndSeconds":
-		return uint32(a.end.Unix())
+		return uint32(a.End.Unix())
 	case "flowEndReason":
-		return a.endReason
+		return uint8(a.EndReason)
 	case "sourceTransportPort":
-		return a.src.port
+		return a.Source.Port
 	case "destinationTransportPort":
-		return a.dst.port
+		return a.Destination.Port
 	case "protocolIdentifier":
-		return a.protocol
+		return a.Protocol
 	case "packetTotalCount":
-		return a.stats.packetTotal
+		return a.Stats.PacketTotal
 	case "octetTotalCount":
-		return a.stats.octetTotal
+		return a.Stats.OctetTotal
 	case "packetDeltaCount":
-		return a.stats.packetDelta
+		return a.Stats.PacketDelta
 	case "octetDeltaCount":
-		return a.stats.octetDelta
+		return a.Stats.OctetDelta
 	case "reversePacketTotalCount":
-		return a.reverse.packetTotal
+		return a.ReverseStats.PacketTotal
 	case "reverseOctetTotalCount":
-		return a.reverse.octetTotal
+		return a.ReverseStats.OctetTotal
 	case "reversePacketDeltaCount":
-		return a.reverse.packetDelta
+		return a.ReverseStats.PacketDelta
 	case "reverseOctetDeltaCount":
-		return a.reverse.octetDelta
+		return a.ReverseStats.OctetDelta
 	case "sourceIPv4Address", "sourceIPv6Address":
-		return ip(a.src.addr)
+		return ip(a.Source.Address)
 	case "destinationIPv4Address", "destinationIPv6Address":
-		return ip(a.dst.addr)
+		return ip(a.Destination.Address)
 	case "sourcePodName":
-		return a.src.pod
+		return a.Source.PodName
 	case "sourcePodNamespace":
-		return a.src.namespace
+		return a.Source.Namespace
 	case "sourceNodeName":
-		return a.src.node
+		return a.Source.NodeName
 	case "destinationPodName":
-		return a.dst.pod
+		return a.Destination.PodName
 	case "destinationPodNamespace":
-		return a.dst.namespace
+		return a.Destination.Namespace
 	case "destinationNodeName":
-		return a.dst.node
+		return a.Destination.NodeName
 	case "destinationServicePort":
-		return a.servicePort
+		return a.Service.Port
 	case "destinationServicePortName":
-		return a.servicePortName
+		return a.Service.PortName
 	case "ingressNetworkPolicyName":
-		return a.ingress.name
+		return a.IngressPolicy.Name
 	case "ingressNetworkPolicyNamespace":
-		return a.ingress.namespace
+		return a.IngressPolicy.Namespace
 	case "ingressNetworkPolicyType":
-		return a.ingress.typ
+		return uint8(a.IngressPolicy.Type)
 	case "ingressNetworkPolicyRuleName":
-		return a.ingress.rule
+		return a.IngressPolicy.RuleName
 	case "ingressNetworkPolicyRuleAction":
-		return a.ingress.ruleAction
+		return uint8(a.IngressPolicy.RuleAction)
 	case "egressNetworkPolicyName":
-		return a.egress.name
+		return a.EgressPolicy.Name
 	case "egressNetworkPolicyNamespace":
-		return a.egress.namespace
+		return a.EgressPolicy.Namespace
 	case "egressNetworkPolicyType":
-		return a.egress.typ
+		return uint8(a.EgressPolicy.Type)
 	case "egressNetworkPolicyRuleName":
-		return a.egress.rule
+		return a.EgressPolicy.RuleName
 	case "egressNetworkPolicyRuleAction":
-		return a.egress.ruleAction
+		return uint8(a.EgressPolicy.RuleAction)
 	case "tcpState":
-		return a.tcpState
+		return a.TCPState
 	case "flowType":
-		return a.flowType
+		return uint8(a.FlowType)
 	case "egressName":
-		return a.egressName
+		return a.Egress.Name
 	case "egressIP":
 		return egressIP
 	case "egressNodeName":
-		return a.egressNode
+		return a.Egress.NodeName
 	case "proxySnatPort":
-		return a.proxySNATPort
+		return a.ProxySNATPort
 	case "destinationClusterIPv4", "destinationClusterIPv6", "destinationServiceIPv4", "destinationServiceIPv6":
-		return ip(a.serviceAddr)
+		return ip(a.Service.Address)
 	case "proxySnatIPv4", "proxySnatIPv6":
-		return ip(a.proxySNATAddr)
+		return ip(a.ProxySNATAddress)
 	}
 	panic("no value for IE " + name)
 }
@@ -158,12 +143,35 @@ func newAgentWithout(t testing.TB, address, transport, node string, tlsCfg *ipfi
 	return &agent{a}
 }
 
+// announce sends a template of the elements and returns its ID.
+func (g *agent) announce(t testing.TB, elements []*entities.InfoElement) uint16 {
+	t.Helper()
+	tid, err := g.Announce(elements)
+	require.NoError(t, err)
+	return tid
+}
+
+// sendData sends one data set of template tid with one record.
+func (g *agent) sendData(t testing.TB, tid uint16, ies []entities.InfoElementWithValue) {
+	t.Helper()
+	require.NoError(t, g.SendData(tid, ies))
+}
+
+// withValue is e carrying v, a value of e's Go type as agentValue gives it.
+func withValue(e *entities.InfoElement, v any) entities.InfoElementWithValue {
+	iev, err := antreaagent.WithValue(e, v)
+	if err != nil {
+		panic(err)
+	}
+	return iev
+}
+
 // fnv1 is the agent's observation domain: FNV-1 (not 1a) of its Node name.
 func fnv1(s string) uint32 { return antreaagent.ObservationDomain(s) }
 
 func (g *agent) send(t testing.TB, r *agentRecord) {
 	t.Helper()
-	v6 := r.src.addr.Is6()
+	v6 := r.Source.Address.Is6()
 	require.NoError(t, g.Send(v6, func(name string) any { return agentValue(name, r, v6) }))
 }
 
@@ -175,227 +183,43 @@ func toFlow(r *agentRecord) *pb.Flow {
 		}
 		return a.AsSlice()
 	}
-	st := func(c agentCounters) *pb.Stats {
-		return &pb.Stats{PacketTotalCount: c.packetTotal, OctetTotalCount: c.octetTotal, PacketDeltaCount: c.packetDelta, OctetDeltaCount: c.octetDelta}
+	st := func(c flowrecord.Counters) *pb.Stats {
+		return &pb.Stats{PacketTotalCount: c.PacketTotal, OctetTotalCount: c.OctetTotal, PacketDeltaCount: c.PacketDelta, OctetDeltaCount: c.OctetDelta}
 	}
 	ipv := pb.IPVersion_IP_VERSION_4
-	if r.src.addr.Is6() {
+	if r.Source.Address.Is6() {
 		ipv = pb.IPVersion_IP_VERSION_6
 	}
+	src, dst, in, out := &r.Source, &r.Destination, &r.IngressPolicy, &r.EgressPolicy
 	f := &pb.Flow{
-		Ipfix:     &pb.IPFIX{ExportTime: timestamppb.New(r.exportTime), ObservationDomainId: r.observationDomain},
-		StartTs:   timestamppb.New(r.start),
-		EndTs:     timestamppb.New(r.end),
-		EndReason: pb.FlowEndReason(r.endReason),
-		Ip:        &pb.IP{Version: ipv, Source: b(r.src.addr), Destination: b(r.dst.addr)},
-		Transport: &pb.Transport{ProtocolNumber: uint32(r.protocol), SourcePort: uint32(r.src.port), DestinationPort: uint32(r.dst.port)},
+		Ipfix:     &pb.IPFIX{ExportTime: timestamppb.New(r.Observed), ObservationDomainId: r.domain},
+		StartTs:   timestamppb.New(r.Start),
+		EndTs:     timestamppb.New(r.End),
+		EndReason: pb.FlowEndReason(r.EndReason),
+		Ip:        &pb.IP{Version: ipv, Source: b(src.Address), Destination: b(dst.Address)},
+		Transport: &pb.Transport{ProtocolNumber: uint32(r.Protocol), SourcePort: uint32(src.Port), DestinationPort: uint32(dst.Port)},
 		K8S: &pb.Kubernetes{
-			FlowType: pb.FlowType(r.flowType), SourcePodNamespace: r.src.namespace, SourcePodName: r.src.pod, SourcePodUid: r.src.podUID,
-			SourceNodeName: r.src.node, SourceNodeUid: r.src.nodeUID, DestinationPodNamespace: r.dst.namespace,
-			DestinationPodName: r.dst.pod, DestinationPodUid: r.dst.podUID, DestinationNodeName: r.dst.node, DestinationNodeUid: r.dst.nodeUID,
-			DestinationServicePort: uint32(r.servicePort), DestinationServicePortName: r.servicePortName, DestinationServiceUid: r.serviceUID,
-			DestinationServiceIp:     b(r.serviceAddr),
-			IngressNetworkPolicyType: pb.NetworkPolicyType(r.ingress.typ), IngressNetworkPolicyNamespace: r.ingress.namespace,
-			IngressNetworkPolicyName: r.ingress.name, IngressNetworkPolicyUid: r.ingress.uid, IngressNetworkPolicyRuleName: r.ingress.rule,
-			IngressNetworkPolicyRuleAction: pb.NetworkPolicyRuleAction(r.ingress.ruleAction),
-			EgressNetworkPolicyType:        pb.NetworkPolicyType(r.egress.typ), EgressNetworkPolicyNamespace: r.egress.namespace,
-			EgressNetworkPolicyName: r.egress.name, EgressNetworkPolicyUid: r.egress.uid, EgressNetworkPolicyRuleName: r.egress.rule,
-			EgressNetworkPolicyRuleAction: pb.NetworkPolicyRuleAction(r.egress.ruleAction),
-			EgressName:                    r.egressName, EgressIp: b(r.egressAddr), EgressNodeName: r.egressNode, EgressNodeUid: r.egressNodeUID, EgressUid: r.egressUID,
+			FlowType: pb.FlowType(r.FlowType), SourcePodNamespace: src.Namespace, SourcePodName: src.PodName, SourcePodUid: src.PodUID,
+			SourceNodeName: src.NodeName, SourceNodeUid: src.NodeUID, DestinationPodNamespace: dst.Namespace,
+			DestinationPodName: dst.PodName, DestinationPodUid: dst.PodUID, DestinationNodeName: dst.NodeName, DestinationNodeUid: dst.NodeUID,
+			DestinationServicePort: uint32(r.Service.Port), DestinationServicePortName: r.Service.PortName, DestinationServiceUid: r.Service.UID,
+			DestinationServiceIp:     b(r.Service.Address),
+			IngressNetworkPolicyType: pb.NetworkPolicyType(in.Type), IngressNetworkPolicyNamespace: in.Namespace,
+			IngressNetworkPolicyName: in.Name, IngressNetworkPolicyUid: in.UID, IngressNetworkPolicyRuleName: in.RuleName,
+			IngressNetworkPolicyRuleAction: pb.NetworkPolicyRuleAction(in.RuleAction),
+			EgressNetworkPolicyType:        pb.NetworkPolicyType(out.Type), EgressNetworkPolicyNamespace: out.Namespace,
+			EgressNetworkPolicyName: out.Name, EgressNetworkPolicyUid: out.UID, EgressNetworkPolicyRuleName: out.RuleName,
+			EgressNetworkPolicyRuleAction: pb.NetworkPolicyRuleAction(out.RuleAction),
+			EgressName:                    r.Egress.Name, EgressIp: b(r.Egress.Address), EgressNodeName: r.Egress.NodeName,
+			EgressNodeUid: r.Egress.NodeUID, EgressUid: r.Egress.UID,
 		},
-		Stats:         st(r.stats),
-		ReverseStats:  st(r.reverse),
-		ProxySnatIp:   b(r.proxySNATAddr),
-		ProxySnatPort: uint32(r.proxySNATPort),
+		Stats:         st(r.Stats),
+		ReverseStats:  st(r.ReverseStats),
+		ProxySnatIp:   b(r.ProxySNATAddress),
+		ProxySnatPort: uint32(r.ProxySNATPort),
 	}
-	if r.tcpState != "" {
-		f.Transport.Protocol = &pb.Transport_Tcp{Tcp: &pb.TCP{StateName: r.tcpState}}
+	if r.TCPState != "" {
+		f.Transport.Protocol = &pb.Transport_Tcp{Tcp: &pb.TCP{StateName: r.TCPState}}
 	}
 	return f
-}
-
-// pki is a CA with the gateway's server certificate and an agent's client
-// certificate, as Antrea's Flow Aggregator issues them.
-type pki struct {
-	ca                        *testpki.CA
-	serverCert, serverKey     string
-	clientCert, clientKey     string
-	otherCA                   *testpki.CA
-	strangerCert, strangerKey string
-	expiredCert, expiredKey   string
-}
-
-func newPKI(t *testing.T) *pki {
-	dir := t.TempDir()
-	p := &pki{ca: testpki.NewCA(t, dir, "flow-aggregator-ca")}
-	p.serverCert, p.serverKey = p.ca.Issue(t, "flow-aggregator", x509.ExtKeyUsageServerAuth)
-	p.clientCert, p.clientKey = p.ca.Issue(t, "antrea-agent", x509.ExtKeyUsageClientAuth)
-	p.expiredCert, p.expiredKey = p.ca.IssueExpired(t, "expired-agent", x509.ExtKeyUsageClientAuth)
-	p.otherCA = testpki.NewCA(t, t.TempDir(), "other-ca")
-	p.strangerCert, p.strangerKey = p.otherCA.Issue(t, "stranger", x509.ExtKeyUsageClientAuth)
-	return p
-}
-
-func (p *pki) serverConfig() configoptional.Optional[configtls.ServerConfig] {
-	return configoptional.Some(configtls.ServerConfig{
-		Config:       configtls.Config{CertFile: p.serverCert, KeyFile: p.serverKey},
-		ClientCAFile: p.ca.CertFile,
-	})
-}
-
-// secure serves IPFIX over TLS and gRPC over TLS with the agents' client
-// certificates required, as the shipped configurations do (no UDP beside TLS).
-func (p *pki) secure(c *Config) {
-	c.TLS = p.serverConfig()
-	c.IPFIX.Transports = []string{transportTCP}
-}
-
-func readFile(t testing.TB, path string) []byte {
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
-}
-
-// exporterTLS is the agent's IPFIX TLS client configuration with the named certificate ("" for none).
-func (p *pki) exporterTLS(t testing.TB, cert, key string) *ipfixexporter.ExporterTLSClientConfig {
-	c := &ipfixexporter.ExporterTLSClientConfig{CAData: readFile(t, p.ca.CertFile), ServerName: "127.0.0.1"}
-	if cert != "" {
-		c.CertData, c.KeyData = readFile(t, cert), readFile(t, key)
-	}
-	return c
-}
-
-// grpcTLS is the agent's gRPC TLS client configuration.
-func (p *pki) grpcTLS(t testing.TB, cert, key string) credentials.TransportCredentials {
-	pool := x509.NewCertPool()
-	require.True(t, pool.AppendCertsFromPEM(readFile(t, p.ca.CertFile)))
-	c := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, ServerName: "127.0.0.1"}
-	if cert != "" {
-		kp, err := tls.LoadX509KeyPair(cert, key)
-		require.NoError(t, err)
-		// Sent whatever CAs the server names, as an agent holding a wrong
-		// certificate would (crypto/tls would otherwise send none).
-		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &kp, nil }
-	}
-	return credentials.NewTLS(c)
-}
-
-// started is a receiver running on free ports, its sink and its telemetry.
-type started struct {
-	cfg  *Config
-	sink *consumertest.LogsSink
-	tel  *componenttest.Telemetry
-	r    *antreaReceiver
-}
-
-func freeAddr(t testing.TB, network string) string {
-	t.Helper()
-	// From below the ephemeral range (testbed/ports): a port taken with :0 and
-	// closed again may become another connection's source port before the
-	// receiver binds it ("address already in use").
-	for range 100 {
-		p, err := ports.Free()
-		require.NoError(t, err)
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-		if network == "udp" {
-			pc, err := net.ListenPacket("udp", addr)
-			if err != nil {
-				continue
-			}
-			pc.Close()
-		}
-		return addr
-	}
-	t.Fatalf("no free %s port on 127.0.0.1", network)
-	return ""
-}
-
-// startReceiver starts a receiver on free loopback ports: IPFIX TCP and UDP
-// on one port (a port free for both), gRPC on another.
-func startReceiver(t *testing.T, mut func(*Config)) *started {
-	t.Helper()
-	return startReceiverTo(t, nil, mut)
-}
-
-// startReceiverTo is startReceiver handing its records to next (nil: a sink).
-func startReceiverTo(t *testing.T, next consumer.Logs, mut func(*Config)) *started {
-	t.Helper()
-	cfg := createDefaultConfig()
-	for {
-		addr := freeAddr(t, "tcp")
-		pc, err := net.ListenPacket("udp", addr)
-		if err == nil {
-			pc.Close()
-			cfg.IPFIX.Endpoint = addr
-			break
-		}
-	}
-	cfg.GRPC.Endpoint = freeAddr(t, "tcp")
-	if mut != nil {
-		mut(cfg)
-	}
-	require.NoError(t, cfg.Validate())
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	sink := new(consumertest.LogsSink)
-	if next == nil {
-		next = sink
-	}
-	set := metadatatest.NewSettings(tel)
-	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, next)
-	require.NoError(t, err)
-	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, rcv.Shutdown(context.Background())) })
-	return &started{cfg: cfg, sink: sink, tel: tel, r: rcv.(*antreaReceiver)}
-}
-
-// exportGRPC sends the flows over one FlowExportService stream, one flow per
-// request as the agent does, and closes it.
-func exportGRPC(t testing.TB, addr string, creds credentials.TransportCredentials, flows ...*pb.Flow) error {
-	t.Helper()
-	if creds == nil {
-		creds = insecure.NewCredentials()
-	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
-	require.NoError(t, err)
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stream, err := pb.NewFlowExportServiceClient(conn).Export(ctx)
-	if err != nil {
-		return err
-	}
-	for _, f := range flows {
-		if err := stream.Send(&pb.ExportRequest{Flows: []*pb.Flow{f}}); err != nil {
-			_, err = stream.CloseAndRecv()
-			return err
-		}
-	}
-	_, err = stream.CloseAndRecv()
-	return err
-}
-
-// exportGRPCRequest sends one request over a plaintext stream and closes it.
-func exportGRPCRequest(t testing.TB, addr string, req *pb.ExportRequest) error {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stream, err := pb.NewFlowExportServiceClient(conn).Export(ctx)
-	if err != nil {
-		return err
-	}
-	if err := stream.Send(req); err != nil {
-		return err
-	}
-	_, err = stream.CloseAndRecv()
-	return err
-}
-
-func waitRecords(t testing.TB, sink *consumertest.LogsSink, n int) {
-	t.Helper()
-	require.Eventually(t, func() bool { return sink.LogRecordCount() >= n }, 10*time.Second, 10*time.Millisecond,
-		"want %d records, got %d", n, sink.LogRecordCount())
 }

@@ -63,7 +63,7 @@ func TestAuthenticatedMark(t *testing.T) {
 		assert.True(t, wait(t, m, "node-a"), "IPFIX over TLS with a verified client certificate")
 		assert.False(t, wait(t, m, "node-b"), "UDP: anyone can send it")
 		intra := intraNode()
-		intra.src.node, intra.dst.node = "node-c", "node-c"
+		intra.Source.NodeName, intra.Destination.NodeName = "node-c", "node-c"
 		require.NoError(t, exportGRPC(t, s.cfg.GRPC.Endpoint, p.grpcTLS(t, p.clientCert, p.clientKey), toFlow(&intra)))
 		assert.True(t, wait(t, m, "node-c"), "gRPC over TLS with a verified client certificate")
 	})

@@ -20,6 +20,7 @@ var (
 	podB    = netip.MustParseAddr("10.10.1.7")
 	podC    = netip.MustParseAddr("10.10.0.9")
 	cluster = netip.MustParseAddr("10.96.0.10")
+	nodeA   = netip.MustParseAddr("192.168.77.11")
 	nodeB   = netip.MustParseAddr("192.168.77.12")
 	gwB     = netip.MustParseAddr("10.10.1.1")
 	client  = netip.MustParseAddr("203.0.113.50")
@@ -30,35 +31,33 @@ var (
 // DNATed on node-a) whose endpoint is Pod web on node-b; an Antrea
 // ClusterNetworkPolicy admits it on egress, an Antrea NetworkPolicy on ingress.
 func interNodeHalves(srcPort uint16) (src, dst agentRecord) {
-	common := agentRecord{
-		start: t0, end: t0.Add(5 * time.Second), exportTime: t0.Add(6 * time.Second), endReason: 2,
-		flowType: uint8(flowrecord.FlowTypeInterNode), protocol: 6, tcpState: "ESTABLISHED",
-		src: agentEndpoint{addr: podA, port: srcPort}, dst: agentEndpoint{addr: podB, port: 8080},
-	}
+	common := agentRecord{Record: flowrecord.Record{
+		Start: t0, End: t0.Add(5 * time.Second), Observed: t0.Add(6 * time.Second), EndReason: flowrecord.EndReasonActiveTimeout,
+		FlowType: flowrecord.FlowTypeInterNode, Protocol: 6, TCPState: "ESTABLISHED",
+		Source: flowrecord.Endpoint{Address: podA, Port: srcPort}, Destination: flowrecord.Endpoint{Address: podB, Port: 8080},
+		Stats:        flowrecord.Counters{PacketTotal: 10, OctetTotal: 1000, PacketDelta: 10, OctetDelta: 1000},
+		ReverseStats: flowrecord.Counters{PacketTotal: 8, OctetTotal: 4000, PacketDelta: 8, OctetDelta: 4000},
+	}}
 	src, dst = common, common
-	src.src = agentEndpoint{addr: podA, port: srcPort, namespace: "default", pod: "a", node: "node-a"}
-	src.stats = agentCounters{packetTotal: 10, octetTotal: 1000, packetDelta: 10, octetDelta: 1000}
-	src.reverse = agentCounters{packetTotal: 8, octetTotal: 4000, packetDelta: 8, octetDelta: 4000}
-	src.serviceAddr, src.servicePort, src.servicePortName = cluster, 80, "default/web:http"
-	src.egress = agentPolicy{typ: uint8(flowrecord.PolicyTypeAntreaClusterNetworkPolicy), name: "acnp-allow-web",
-		rule: "allow-to-web", ruleAction: uint8(flowrecord.RuleActionAllow)}
-	dst.dst = agentEndpoint{addr: podB, port: 8080, namespace: "default", pod: "web", node: "node-b"}
-	dst.stats = agentCounters{packetTotal: 10, octetTotal: 1000, packetDelta: 10, octetDelta: 1000}
-	dst.reverse = agentCounters{packetTotal: 8, octetTotal: 4000, packetDelta: 8, octetDelta: 4000}
-	dst.ingress = agentPolicy{typ: uint8(flowrecord.PolicyTypeAntreaNetworkPolicy), namespace: "default", name: "anp-web",
-		rule: "from-a", ruleAction: uint8(flowrecord.RuleActionAllow)}
+	src.Source = flowrecord.Endpoint{Address: podA, Port: srcPort, Namespace: "default", PodName: "a", NodeName: "node-a"}
+	src.Service = flowrecord.Service{Address: cluster, Port: 80, PortName: "default/web:http"}
+	src.EgressPolicy = flowrecord.Policy{Type: flowrecord.PolicyTypeAntreaClusterNetworkPolicy, Name: "acnp-allow-web",
+		RuleName: "allow-to-web", RuleAction: flowrecord.RuleActionAllow}
+	dst.Destination = flowrecord.Endpoint{Address: podB, Port: 8080, Namespace: "default", PodName: "web", NodeName: "node-b"}
+	dst.IngressPolicy = flowrecord.Policy{Type: flowrecord.PolicyTypeAntreaNetworkPolicy, Namespace: "default", Name: "anp-web",
+		RuleName: "from-a", RuleAction: flowrecord.RuleActionAllow}
 	return src, dst
 }
 
 // intraNode: Pod a calls Pod c on the same Node (node-a): one record, both halves.
 func intraNode() agentRecord {
-	return agentRecord{
-		start: t0, end: t0.Add(3 * time.Second), exportTime: t0.Add(4 * time.Second), endReason: 3,
-		flowType: uint8(flowrecord.FlowTypeIntraNode), protocol: 17,
-		src:   agentEndpoint{addr: podA, port: 5353, namespace: "default", pod: "a", node: "node-a"},
-		dst:   agentEndpoint{addr: podC, port: 53, namespace: "kube-system", pod: "dns", node: "node-a"},
-		stats: agentCounters{packetTotal: 2, octetTotal: 120, packetDelta: 2, octetDelta: 120},
-	}
+	return agentRecord{Record: flowrecord.Record{
+		Start: t0, End: t0.Add(3 * time.Second), Observed: t0.Add(4 * time.Second), EndReason: flowrecord.EndReasonEndOfFlow,
+		FlowType: flowrecord.FlowTypeIntraNode, Protocol: 17,
+		Source:      flowrecord.Endpoint{Address: podA, Port: 5353, Namespace: "default", PodName: "a", NodeName: "node-a"},
+		Destination: flowrecord.Endpoint{Address: podC, Port: 53, Namespace: "kube-system", PodName: "dns", NodeName: "node-a"},
+		Stats:       flowrecord.Counters{PacketTotal: 2, OctetTotal: 120, PacketDelta: 2, OctetDelta: 120},
+	}}
 }
 
 // nodePortHalves: an external client calls node-b's NodePort 30080 and
@@ -66,35 +65,35 @@ func intraNode() agentRecord {
 // (Antrea's ingress-Node half, which names no Node); node-a reports the
 // destination half as inter-Node from node-b's gateway.
 func nodePortHalves() (ingress, dst agentRecord) {
-	ingress = agentRecord{
-		start: t0, end: t0.Add(2 * time.Second), exportTime: t0.Add(2 * time.Second), endReason: 2,
-		flowType: uint8(flowrecord.FlowTypeFromExternal), protocol: 6, tcpState: "ESTABLISHED",
-		src:         agentEndpoint{addr: client, port: 40000},
-		dst:         agentEndpoint{addr: podC, port: 8080},
-		stats:       agentCounters{packetTotal: 4, octetTotal: 400, packetDelta: 4, octetDelta: 400},
-		serviceAddr: nodeB, servicePort: 30080, servicePortName: "default/web-np:http",
-		proxySNATAddr: gwB, proxySNATPort: 61000,
-	}
-	dst = agentRecord{
-		start: t0, end: t0.Add(2 * time.Second), exportTime: t0.Add(2 * time.Second), endReason: 2,
-		flowType: uint8(flowrecord.FlowTypeInterNode), protocol: 6, tcpState: "ESTABLISHED",
-		src:   agentEndpoint{addr: gwB, port: 61000},
-		dst:   agentEndpoint{addr: podC, port: 8080, namespace: "kube-system", pod: "dns", node: "node-a"},
-		stats: agentCounters{packetTotal: 4, octetTotal: 400, packetDelta: 4, octetDelta: 400},
-	}
+	ingress = agentRecord{Record: flowrecord.Record{
+		Start: t0, End: t0.Add(2 * time.Second), Observed: t0.Add(2 * time.Second), EndReason: flowrecord.EndReasonActiveTimeout,
+		FlowType: flowrecord.FlowTypeFromExternal, Protocol: 6, TCPState: "ESTABLISHED",
+		Source:           flowrecord.Endpoint{Address: client, Port: 40000},
+		Destination:      flowrecord.Endpoint{Address: podC, Port: 8080},
+		Stats:            flowrecord.Counters{PacketTotal: 4, OctetTotal: 400, PacketDelta: 4, OctetDelta: 400},
+		Service:          flowrecord.Service{Address: nodeB, Port: 30080, PortName: "default/web-np:http"},
+		ProxySNATAddress: gwB, ProxySNATPort: 61000,
+	}}
+	dst = agentRecord{Record: flowrecord.Record{
+		Start: t0, End: t0.Add(2 * time.Second), Observed: t0.Add(2 * time.Second), EndReason: flowrecord.EndReasonActiveTimeout,
+		FlowType: flowrecord.FlowTypeInterNode, Protocol: 6, TCPState: "ESTABLISHED",
+		Source:      flowrecord.Endpoint{Address: gwB, Port: 61000},
+		Destination: flowrecord.Endpoint{Address: podC, Port: 8080, Namespace: "kube-system", PodName: "dns", NodeName: "node-a"},
+		Stats:       flowrecord.Counters{PacketTotal: 4, OctetTotal: 400, PacketDelta: 4, OctetDelta: 400},
+	}}
 	return ingress, dst
 }
 
 // toExternal: Pod a reaches the Internet through Egress egress-x.
 func toExternal() agentRecord {
-	return agentRecord{
-		start: t0, end: t0.Add(time.Second), exportTime: t0.Add(time.Second), endReason: 1,
-		flowType: uint8(flowrecord.FlowTypeToExternal), protocol: 6, tcpState: "TIME_WAIT",
-		src:        agentEndpoint{addr: podA, port: 41000, namespace: "default", pod: "a", node: "node-a"},
-		dst:        agentEndpoint{addr: client, port: 443},
-		stats:      agentCounters{packetTotal: 1, octetTotal: 60, packetDelta: 1, octetDelta: 60},
-		egressName: "egress-x", egressAddr: egressX, egressNode: "node-b",
-	}
+	return agentRecord{Record: flowrecord.Record{
+		Start: t0, End: t0.Add(time.Second), Observed: t0.Add(time.Second), EndReason: flowrecord.EndReasonIdleTimeout,
+		FlowType: flowrecord.FlowTypeToExternal, Protocol: 6, TCPState: "TIME_WAIT",
+		Source:      flowrecord.Endpoint{Address: podA, Port: 41000, Namespace: "default", PodName: "a", NodeName: "node-a"},
+		Destination: flowrecord.Endpoint{Address: client, Port: 443},
+		Stats:       flowrecord.Counters{PacketTotal: 1, OctetTotal: 60, PacketDelta: 1, OctetDelta: 60},
+		Egress:      flowrecord.Egress{Name: "egress-x", Address: egressX, NodeName: "node-b"},
+	}}
 }
 
 // records decodes everything the sink holds, with the k8s.node.name of its

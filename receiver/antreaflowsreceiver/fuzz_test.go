@@ -29,7 +29,7 @@ func FuzzDecodeMessage(f *testing.F) {
 			return
 		}
 		for _, r := range res.records {
-			if r.observationDomain != res.header.domain || !r.exportTime.Equal(res.header.exportTime) {
+			if r.domain != res.header.domain || !r.Observed.Equal(res.header.exportTime) {
 				t.Fatalf("record without its message's domain or export time: %+v", r)
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -16,7 +15,6 @@ import (
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/internal/antreawire/flowpb"
-	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
 func (r *antreaReceiver) startGRPC() error {
@@ -65,7 +63,6 @@ func (s *exportService) Export(stream grpc.ClientStreamingServer[pb.ExportReques
 		}
 	}
 	var records []agentRecord
-	var scratch flowrecord.Record
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -91,45 +88,29 @@ func (s *exportService) Export(stream grpc.ClientStreamingServer[pb.ExportReques
 			}
 			return err
 		}
-		now := time.Now()
 		records = records[:0]
 		for _, f := range req.GetFlows() {
-			var a agentRecord
-			if err := fromFlow(f, now, &a, &scratch); err != nil {
+			records = append(records, agentRecord{})
+			if err := fromFlow(f, &records[len(records)-1]); err != nil {
+				records = records[:len(records)-1]
 				r.refused(ctx, reasonMalformedRecord, 1, err)
-				continue
 			}
-			records = append(records, a)
 		}
 		r.deliver(ctx, records, viaGRPC, authenticated)
 	}
 }
 
-// fromFlow reads what an agent put in a Flow message: its catalogue fields
-// through the one pb.Flow mapping (flowpb, the fields agents send), then
-// what only the receiver reads: when the agent sent it and its observation
-// domain (which Node sent it).
-// scratch holds what flowpb reads, from Flow to Flow.
-func fromFlow(f *pb.Flow, now time.Time, a *agentRecord, scratch *flowrecord.Record) error {
-	if err := flowpb.Take(f, scratch, true); err != nil {
+// fromFlow reads what an agent put in a Flow message into a (zero): its
+// catalogue fields through the one pb.Flow mapping (flowpb, the fields
+// agents send), then what only the receiver reads: when the agent sent it
+// and its observation domain (which Node sent it).
+func fromFlow(f *pb.Flow, a *agentRecord) error {
+	if err := flowpb.Take(f, &a.Record, true); err != nil {
 		return err
 	}
-	fromRecord(scratch, a)
 	if t := f.GetIpfix().GetExportTime(); t != nil {
-		a.exportTime = t.AsTime()
+		a.Observed = t.AsTime()
 	}
-	a.observationDomain = f.GetIpfix().GetObservationDomainId()
+	a.domain = f.GetIpfix().GetObservationDomainId()
 	return nil
-}
-
-// fromRecord is the agent record of what flowpb read.
-func fromRecord(r *flowrecord.Record, a *agentRecord) {
-	*a = agentRecord{start: r.Start, end: r.End, endReason: uint8(r.EndReason), flowType: uint8(r.FlowType), protocol: r.Protocol,
-		tcpState: r.TCPState, src: agentEndpointOf(&r.Source), dst: agentEndpointOf(&r.Destination),
-		stats: agentCountersOf(r.Stats), reverse: agentCountersOf(r.ReverseStats),
-		serviceAddr: r.Service.Address, servicePort: r.Service.Port, servicePortName: r.Service.PortName, serviceUID: r.Service.UID,
-		proxySNATAddr: r.ProxySNATAddress, proxySNATPort: r.ProxySNATPort,
-		ingress: agentPolicyOf(&r.IngressPolicy), egress: agentPolicyOf(&r.EgressPolicy),
-		egressName: r.Egress.Name, egressUID: r.Egress.UID, egressAddr: r.Egress.Address,
-		egressNode: r.Egress.NodeName, egressNodeUID: r.Egress.NodeUID}
 }

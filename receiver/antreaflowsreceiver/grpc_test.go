@@ -17,8 +17,8 @@ func TestGRPCExport(t *testing.T) {
 	p := newPKI(t)
 	s := startReceiver(t, func(c *Config) { p.secure(c) })
 	src, dst := interNodeHalves(43512)
-	src.src.podUID, src.src.nodeUID, src.serviceUID, src.egress.uid = "uid-a", "uid-node-a", "uid-svc-web", "uid-acnp"
-	dst.dst.podUID, dst.dst.nodeUID, dst.ingress.uid = "uid-web", "uid-node-b", "uid-anp"
+	src.Source.PodUID, src.Source.NodeUID, src.Service.UID, src.EgressPolicy.UID = "uid-a", "uid-node-a", "uid-svc-web", "uid-acnp"
+	dst.Destination.PodUID, dst.Destination.NodeUID, dst.IngressPolicy.UID = "uid-web", "uid-node-b", "uid-anp"
 	creds := p.grpcTLS(t, p.clientCert, p.clientKey)
 	require.NoError(t, exportGRPC(t, s.cfg.GRPC.Endpoint, creds, toFlow(&src)))
 	require.NoError(t, exportGRPC(t, s.cfg.GRPC.Endpoint, creds, toFlow(&dst)))
@@ -47,7 +47,7 @@ func TestGRPCBadFlowRefusedAlone(t *testing.T) {
 	bad := toFlow(&good)
 	bad.Ip.Source = []byte{10, 0, 0} // three bytes: no address
 	noNode := intraNode()
-	noNode.src.node, noNode.dst.node = "", ""
+	noNode.Source.NodeName, noNode.Destination.NodeName = "", ""
 	conn := exportGRPCRequest(t, s.cfg.GRPC.Endpoint, &pb.ExportRequest{Flows: []*pb.Flow{bad, toFlow(&good), toFlow(&noNode)}})
 	require.NoError(t, conn)
 	waitRecords(t, s.sink, 1)

@@ -13,8 +13,8 @@ import (
 	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
 
-// This file is where agent records meet flowtel's record model: the
-// conversion to a record half and its encoding.
+// This file is where an agent's record, read into flowtel's record model,
+// becomes a record half, and its encoding.
 
 // Reasons a decoded record is refused (refusal_reason in metadata.yaml).
 const (
@@ -38,8 +38,24 @@ func (r *refusal) Error() string { return r.reason + ": " + r.err.Error() }
 
 func refuse(reason, msg string) *refusal { return &refusal{reason: reason, err: errors.New(msg)} }
 
+// agentRecord is one flow record as an Antrea agent sent it, whichever the
+// transport: the catalogue fields it carries, read straight into a Record
+// through the catalogue (IPFIX: the IE table of ipfixfields.go; gRPC:
+// flowpb's mapping), and the observation domain it came in. The receiver
+// has no field list of its own: a field the catalogue gives an IE the
+// receiver reads reaches the half toHalf makes of it. Zero values are "not
+// sent"; Observed is when the agent sent it (the IPFIX message's export
+// time, gRPC's ipfix.export_time), zero for the receiver's clock.
+type agentRecord struct {
+	flowrecord.Record
+	// domain is the observation domain (IPFIX message header, gRPC
+	// ipfix.observation_domain_id): which Node sent it (reportingNode).
+	domain uint32
+}
+
 // toHalf turns what an agent sent into the half of the connection its Node
-// reports, keyed as flowtel's node collectors key theirs.
+// reports, keyed as flowtel's node collectors key theirs, in place; now is
+// its Observed time when the agent did not say when it sent it.
 //
 // The agent names its own Node as the Node of each endpoint whose Pod is
 // local, so the names it sent say which half it reports, as flowtel's own
@@ -50,23 +66,24 @@ func refuse(reason, msg string) *refusal { return &refusal{reason: reason, err: 
 // half of a from-external flow it SNATed towards a remote Pod: it is the
 // source half, its Node unnamed (the agent does not say it). Anything else
 // names no Node and is refused.
-func toHalf(a *agentRecord, observed time.Time, nodes *nodeAddrs, r *flowrecord.Record) *refusal {
-	if a.end.IsZero() {
+func toHalf(a *agentRecord, now time.Time, nodes *nodeAddrs) *refusal {
+	r := &a.Record
+	if r.End.IsZero() {
 		return refuse(reasonNoEnd, "the record has no end time (flowEndSeconds, end_ts)")
 	}
-	if a.flowType > uint8(flowrecord.FlowTypeFromExternal) {
+	if r.FlowType > flowrecord.FlowTypeFromExternal {
 		return refuse(reasonMalformedRecord, "flow type over 4")
 	}
-	if a.ingress.typ > uint8(flowrecord.PolicyTypeK8sClusterNetworkPolicy) || a.egress.typ > uint8(flowrecord.PolicyTypeK8sClusterNetworkPolicy) {
+	if r.IngressPolicy.Type > flowrecord.PolicyTypeK8sClusterNetworkPolicy || r.EgressPolicy.Type > flowrecord.PolicyTypeK8sClusterNetworkPolicy {
 		return refuse(reasonMalformedRecord, "network policy type over 4")
 	}
-	if a.ingress.ruleAction > uint8(flowrecord.RuleActionReject) || a.egress.ruleAction > uint8(flowrecord.RuleActionReject) {
+	if r.IngressPolicy.RuleAction > flowrecord.RuleActionReject || r.EgressPolicy.RuleAction > flowrecord.RuleActionReject {
 		return refuse(reasonMalformedRecord, "network policy rule action over 3")
 	}
-	if a.endReason > uint8(flowrecord.EndReasonLackOfResources) {
+	if r.EndReason > flowrecord.EndReasonLackOfResources {
 		return refuse(reasonMalformedRecord, "flow end reason over 5")
 	}
-	if !a.src.addr.IsValid() || !a.dst.addr.IsValid() {
+	if !r.Source.Address.IsValid() || !r.Destination.Address.IsValid() {
 		return refuse(reasonMalformedRecord, "the record has no source or destination address")
 	}
 	reporter, err := reportingNode(a)
@@ -74,37 +91,26 @@ func toHalf(a *agentRecord, observed time.Time, nodes *nodeAddrs, r *flowrecord.
 		return err
 	}
 
-	*r = flowrecord.Record{
-		Start:        a.start,
-		End:          a.end,
-		Observed:     observed,
-		Protocol:     a.protocol,
-		Source:       endpoint(&a.src),
-		Destination:  endpoint(&a.dst),
-		Stats:        counters(a.stats),
-		ReverseStats: counters(a.reverse),
-		EndReason:    flowrecord.EndReason(a.endReason),
-		TCPState:     a.tcpState,
-		FlowType:     flowrecord.FlowType(a.flowType),
-		Service: flowrecord.Service{PortName: a.servicePortName, UID: a.serviceUID,
-			Address: a.serviceAddr, Port: a.servicePort},
-		ProxySNATAddress: a.proxySNATAddr,
-		IngressPolicy:    policy(&a.ingress),
-		EgressPolicy:     policy(&a.egress),
-		Egress: flowrecord.Egress{Name: a.egressName, UID: a.egressUID, Address: a.egressAddr,
-			NodeName: a.egressNode, NodeUID: a.egressNodeUID},
+	if r.Observed.IsZero() {
+		r.Observed = now
 	}
-	if a.proxySNATAddr.IsValid() {
-		r.ProxySNATPort = a.proxySNATPort
+	if r.Source.PodName != "" {
+		r.Source.Kind = flowrecord.EndpointPod
+	}
+	if r.Destination.PodName != "" {
+		r.Destination.Kind = flowrecord.EndpointPod
+	}
+	if !r.ProxySNATAddress.IsValid() {
+		r.ProxySNATPort = 0
 	}
 	// The pre-DNAT destination is the Service address the agent resolved;
 	// without one no DNAT happened on its Node (flowtel's convention: the
 	// endpoint itself).
 	r.OriginalDestinationAddress, r.OriginalDestinationPort = r.Destination.Address, r.Destination.Port
-	if a.serviceAddr.IsValid() {
-		r.OriginalDestinationAddress, r.OriginalDestinationPort = a.serviceAddr, a.servicePort
+	if r.Service.Address.IsValid() {
+		r.OriginalDestinationAddress, r.OriginalDestinationPort = r.Service.Address, r.Service.Port
 	}
-	srcLocal, dstLocal := reporter != "" && a.src.node == reporter, reporter != "" && a.dst.node == reporter
+	srcLocal, dstLocal := reporter != "" && r.Source.NodeName == reporter, reporter != "" && r.Destination.NodeName == reporter
 	// Decision D1: an address of the reporting Node itself (its podCIDR
 	// gateway address, InternalIP or ExternalIP) is a Node endpoint of that
 	// Node, on its side of the connection. The agent cannot tell its own
@@ -112,13 +118,13 @@ func toHalf(a *agentRecord, observed time.Time, nodes *nodeAddrs, r *flowrecord.
 	// talking to a local Pod arrives as inter-Node with only the destination
 	// named (Antrea issue #8260), and a local Pod calling its Node's address
 	// as to-external; both are intra-Node, and no other Node reports them.
-	if !srcLocal && a.src.pod == "" {
+	if !srcLocal && r.Source.PodName == "" {
 		if uid, ok := nodes.own(reporter, r.Source.Address); ok {
 			r.Source.Kind, r.Source.NodeName, r.Source.NodeUID = flowrecord.EndpointNode, reporter, uid
 			srcLocal = true
 		}
 	}
-	if !dstLocal && a.dst.pod == "" {
+	if !dstLocal && r.Destination.PodName == "" {
 		if uid, ok := nodes.own(reporter, r.Destination.Address); ok {
 			r.Destination.Kind, r.Destination.NodeName, r.Destination.NodeUID = flowrecord.EndpointNode, reporter, uid
 			dstLocal = true
@@ -164,20 +170,21 @@ func toHalf(a *agentRecord, observed time.Time, nodes *nodeAddrs, r *flowrecord.
 // agent layout). Without a domain (0: a gRPC flow that leaves it unset) the
 // one Node named sent it; a record naming two Nodes is then refused.
 func reportingNode(a *agentRecord) (string, *refusal) {
-	switch d := a.observationDomain; {
-	case a.src.node != "" && d == nodeDomain(a.src.node):
-		return a.src.node, nil
-	case a.dst.node != "" && d == nodeDomain(a.dst.node):
-		return a.dst.node, nil
+	src, dst := a.Source.NodeName, a.Destination.NodeName
+	switch d := a.domain; {
+	case src != "" && d == nodeDomain(src):
+		return src, nil
+	case dst != "" && d == nodeDomain(dst):
+		return dst, nil
 	case d != 0:
 		return "", nil
-	case a.src.node == "" || a.src.node == a.dst.node:
-		return a.dst.node, nil
-	case a.dst.node == "":
-		return a.src.node, nil
+	case src == "" || src == dst:
+		return dst, nil
+	case dst == "":
+		return src, nil
 	}
 	return "", refuse(reasonMalformedRecord, fmt.Sprintf("the record names two Nodes (%s, %s) and no observation domain to tell which sent it (FNV-1 of the Node name, as Antrea's agents set it)",
-		a.src.node, a.dst.node))
+		src, dst))
 }
 
 // nodeDomain is an Antrea agent's observation domain: the 32-bit FNV-1 hash
@@ -186,24 +193,6 @@ func nodeDomain(node string) uint32 {
 	h := fnv.New32()
 	_, _ = h.Write([]byte(node))
 	return h.Sum32()
-}
-
-func endpoint(e *agentEndpoint) flowrecord.Endpoint {
-	out := flowrecord.Endpoint{Address: e.addr, Port: e.port, Namespace: e.namespace, PodName: e.pod,
-		PodUID: e.podUID, NodeName: e.node, NodeUID: e.nodeUID}
-	if e.pod != "" {
-		out.Kind = flowrecord.EndpointPod
-	}
-	return out
-}
-
-func counters(c agentCounters) flowrecord.Counters {
-	return flowrecord.Counters{PacketTotal: c.packetTotal, OctetTotal: c.octetTotal, PacketDelta: c.packetDelta, OctetDelta: c.octetDelta}
-}
-
-func policy(p *agentPolicy) flowrecord.Policy {
-	return flowrecord.Policy{Type: flowrecord.PolicyType(p.typ), Namespace: p.namespace, Name: p.name, UID: p.uid,
-		RuleName: p.rule, RuleAction: flowrecord.RuleAction(p.ruleAction)}
 }
 
 // batch collects record halves into one plog.Logs in the form flowtel's node
@@ -217,27 +206,23 @@ type batch struct {
 	scope      string
 	version    string
 	n          int
-	rec        flowrecord.Record
 }
 
 func newBatch(clusterUID, scope, version string, nodes *nodeAddrs) *batch {
 	return &batch{clusterUID: clusterUID, scope: scope, version: version, nodes: nodes}
 }
 
-// add converts a and appends it, or returns why it is refused.
+// add turns a into its half (in place) and appends it, or returns why it
+// is refused.
 func (b *batch) add(a *agentRecord, now time.Time) *refusal {
-	observed := a.exportTime
-	if observed.IsZero() {
-		observed = now
-	}
-	if ref := toHalf(a, observed, b.nodes, &b.rec); ref != nil {
+	if ref := toHalf(a, now, b.nodes); ref != nil {
 		return ref
 	}
 	if b.n == 0 {
 		b.logs = plog.NewLogs()
 		b.byNode = make(map[string]plog.LogRecordSlice, 1)
 	}
-	node := b.rec.Reporter.NodeName
+	node := a.Reporter.NodeName
 	lrs, ok := b.byNode[node]
 	if !ok {
 		rl := b.logs.ResourceLogs().AppendEmpty()
@@ -253,7 +238,7 @@ func (b *batch) add(a *agentRecord, now time.Time) *refusal {
 		lrs = sl.LogRecords()
 		b.byNode[node] = lrs
 	}
-	attrcodec.Encode(&b.rec, lrs.AppendEmpty())
+	attrcodec.Encode(&a.Record, lrs.AppendEmpty())
 	b.n++
 	return nil
 }

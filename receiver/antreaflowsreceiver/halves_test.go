@@ -28,30 +28,28 @@ func TestTwoNodesToldApartByDomain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := tc.a
-			a.src.node, a.dst.node, a.observationDomain = "node-a", "node-b", tc.domain
-			var r flowrecord.Record
-			require.Nil(t, toHalf(&a, time.Now(), nil, &r))
-			assert.Equal(t, tc.want, r.Reporter)
-			assert.Equal(t, "6|10.10.0.5:43512|10.10.1.7:8080", r.Key)
+			a.Source.NodeName, a.Destination.NodeName, a.domain = "node-a", "node-b", tc.domain
+			require.Nil(t, toHalf(&a, time.Now(), nil))
+			assert.Equal(t, tc.want, a.Reporter)
+			assert.Equal(t, "6|10.10.0.5:43512|10.10.1.7:8080", a.Key)
 		})
 	}
 	a := src
-	a.dst.node, a.observationDomain = "node-b", 0
-	var r flowrecord.Record
-	ref := toHalf(&a, time.Now(), nil, &r)
+	a.Destination.NodeName, a.domain = "node-b", 0
+	ref := toHalf(&a, time.Now(), nil)
 	require.NotNil(t, ref)
 	assert.Equal(t, reasonMalformedRecord, ref.reason)
-	a.observationDomain = fnv1("node-c")
-	ref = toHalf(&a, time.Now(), nil, &r)
+	a.domain = fnv1("node-c")
+	ref = toHalf(&a, time.Now(), nil)
 	require.NotNil(t, ref, "node-c names neither endpoint and this is no ingress half")
 	assert.Equal(t, reasonNoNode, ref.reason)
 
 	// The ingress Node's half of a from-external flow, from an exporter that
 	// knows the remote Pod's Node: still the ingress Node's source half.
 	ingress, _ := nodePortHalves()
-	ingress.dst.node, ingress.dst.pod, ingress.observationDomain = "node-a", "dns", fnv1("node-b")
-	require.Nil(t, toHalf(&ingress, time.Now(), nil, &r))
-	assert.Equal(t, flowrecord.Reporter{Side: flowrecord.SideSource}, r.Reporter)
-	assert.Equal(t, "6|10.10.1.1:61000|10.10.0.9:8080", r.Key)
+	ingress.Destination.NodeName, ingress.Destination.PodName, ingress.domain = "node-a", "dns", fnv1("node-b")
+	require.Nil(t, toHalf(&ingress, time.Now(), nil))
+	assert.Equal(t, flowrecord.Reporter{Side: flowrecord.SideSource}, ingress.Reporter)
+	assert.Equal(t, "6|10.10.1.1:61000|10.10.0.9:8080", ingress.Key)
 	assert.Equal(t, fnv1("node-a"), nodeDomain("node-a"), "the test's FNV-1 and the receiver's agree")
 }

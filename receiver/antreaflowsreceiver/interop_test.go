@@ -90,27 +90,27 @@ func nativeHalves() []flowrecord.Record {
 	a := flowrecord.Endpoint{Address: podA, Port: 43512, Kind: flowrecord.EndpointPod, Namespace: "default", PodName: "a", NodeName: "node-a"}
 	web := flowrecord.Endpoint{Address: podB, Port: 8080, Kind: flowrecord.EndpointPod, Namespace: "default", PodName: "web", NodeName: "node-b"}
 	base := flowrecord.Record{
-		Start: srcA.start, End: srcA.end, Observed: srcA.exportTime, Protocol: 6, Source: a, Destination: web,
-		Stats: counters(srcA.stats), ReverseStats: counters(srcA.reverse), EndReason: flowrecord.EndReasonActiveTimeout,
+		Start: srcA.Start, End: srcA.End, Observed: srcA.Observed, Protocol: 6, Source: a, Destination: web,
+		Stats: srcA.Stats, ReverseStats: srcA.ReverseStats, EndReason: flowrecord.EndReasonActiveTimeout,
 		TCPState: "ESTABLISHED", FlowType: flowrecord.FlowTypeInterNode,
 	}
 	src := base
 	src.OriginalDestinationAddress, src.OriginalDestinationPort = cluster, 80
 	src.Service = flowrecord.Service{PortName: "default/web:http", Address: cluster, Port: 80}
-	src.EgressPolicy = policy(&srcA.egress)
+	src.EgressPolicy = srcA.EgressPolicy
 	src.Reporter = flowrecord.Reporter{NodeName: "node-a", Side: flowrecord.SideSource}
 	dst := base
 	dst.OriginalDestinationAddress, dst.OriginalDestinationPort = podB, 8080
-	dst.IngressPolicy = policy(&dstA.ingress)
+	dst.IngressPolicy = dstA.IngressPolicy
 	dst.Reporter = flowrecord.Reporter{NodeName: "node-b", Side: flowrecord.SideDestination}
 
 	in := intraNode()
 	intra := flowrecord.Record{
-		Start: in.start, End: in.end, Observed: in.exportTime, Protocol: 17,
+		Start: in.Start, End: in.End, Observed: in.Observed, Protocol: 17,
 		Source:                     flowrecord.Endpoint{Address: podA, Port: 5353, Kind: flowrecord.EndpointPod, Namespace: "default", PodName: "a", NodeName: "node-a"},
 		Destination:                flowrecord.Endpoint{Address: podC, Port: 53, Kind: flowrecord.EndpointPod, Namespace: "kube-system", PodName: "dns", NodeName: "node-a"},
 		OriginalDestinationAddress: podC, OriginalDestinationPort: 53,
-		Stats: counters(in.stats), EndReason: flowrecord.EndReasonEndOfFlow, FlowType: flowrecord.FlowTypeIntraNode,
+		Stats: in.Stats, EndReason: flowrecord.EndReasonEndOfFlow, FlowType: flowrecord.FlowTypeIntraNode,
 		Reporter: flowrecord.Reporter{NodeName: "node-a", Side: flowrecord.SideBoth},
 	}
 	// Pod a on node-a calls node-b's NodePort 30080; node-b DNATs it to Pod

@@ -73,7 +73,7 @@ func TestIPFIXv6AndEgress(t *testing.T) {
 	e := toExternal()
 	g.send(t, &e)
 	v6 := intraNode()
-	v6.src.addr, v6.dst.addr = mustAddr("fd00:10:10::5"), mustAddr("fd00:10:10::9")
+	v6.Source.Address, v6.Destination.Address = mustAddr("fd00:10:10::5"), mustAddr("fd00:10:10::9")
 	g.send(t, &v6)
 	waitRecords(t, s.sink, 2)
 	got, _ := records(t, s.sink.AllLogs())

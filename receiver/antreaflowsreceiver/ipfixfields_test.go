@@ -17,7 +17,7 @@ func TestReadIEsAreTheCatalogues(t *testing.T) {
 	want := map[ieID]string{}
 	for _, f := range catalogue.Fields() {
 		for _, ie := range f.IPFIX {
-			if ie.Ref.Kind == catalogue.KindNone || ie.Ref.Aggregation || ie.Type == catalogue.OctetArray || ie.Ref.Kind == catalogue.KindLabels {
+			if !readIE(ie) {
 				continue
 			}
 			want[ieID{ie.Enterprise, ie.ID}] = ie.Name
@@ -73,6 +73,13 @@ func TestSettersWriteTheirFields(t *testing.T) {
 	if err := setterFor(entAntrea, 106)(&flowrecord.Record{Service: flowrecord.Service{Address: netip.MustParseAddr("10.96.0.10")}}, []byte{1, 2}); err == nil {
 		t.Error("a cluster IP of 2 bytes was taken")
 	}
+}
+
+// readIE says whether the receiver is to read the catalogue IE: one that
+// carries its field's Ref outside the Aggregation (agents send none), but
+// for the 16-byte UUIDs (octetArray) and the Pod labels (a JSON string).
+func readIE(ie catalogue.IE) bool {
+	return ie.Ref.Kind != catalogue.KindNone && !ie.Ref.Aggregation && ie.Type != catalogue.OctetArray && ie.Ref.Kind != catalogue.KindLabels
 }
 
 func mustSet(t *testing.T, r *flowrecord.Record, ent uint32, id uint16, v []byte) {

@@ -1,8 +1,6 @@
 package antreaflowsreceiver
 
 import (
-	"github.com/flowtel/flowtel/internal/flowrecord"
-
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -28,11 +26,9 @@ type session struct {
 	announced map[uint64]time.Time
 	ttl       time.Duration // 0: templates live as long as the session
 	lastSeen  time.Time
-	// records is the scratch the message's records are decoded into.
+	// records is the scratch the message's records are decoded into: each
+	// data record's IEs straight into its Record, through the catalogue.
 	records []agentRecord
-	// scratch is where the catalogue's IEs are read into, record by
-	// record, before becoming an agent record (fromRecord).
-	scratch flowrecord.Record
 	limits  *templateLimits // nil: unbounded (tests of the decoder alone)
 	// seq follows the exporter's sequence numbers (UDP).
 	seq sequences
@@ -201,26 +197,21 @@ func (s *session) decode(msg []byte, now time.Time) (messageResult, error) {
 			continue
 		}
 		for len(set) >= t.minLen && len(set) > 0 {
-			s.records = append(s.records, agentRecord{})
+			s.records = append(s.records, agentRecord{domain: h.domain})
 			a := &s.records[len(s.records)-1]
-			s.scratch = flowrecord.Record{}
-			rest, bad, err := t.nextRecord(set, &s.scratch)
-			if err == nil {
-				res.framed++
-			}
+			rest, bad, err := t.nextRecord(set, &a.Record)
 			if err != nil {
 				s.records = s.records[:len(s.records)-1]
 				res.refuse(reasonMalformedRecord, err)
 				res.unframed = true
 				break // the rest of the set cannot be framed
 			}
+			res.framed++
 			if bad != nil {
 				s.records = s.records[:len(s.records)-1]
 				res.refuse(reasonMalformedRecord, bad)
 			} else {
-				fromRecord(&s.scratch, a)
-				a.exportTime = h.exportTime
-				a.observationDomain = h.domain
+				a.Observed = h.exportTime
 			}
 			set = rest
 		}

@@ -210,20 +210,20 @@ func withNodes(cs kubernetes.Interface) func(*Config) {
 // gateway (the NodePort SNAT of nodePortHalves) stays inter-Node and pairs.
 func TestHostToLocalPodIsIntraNode(t *testing.T) {
 	gwA := netip.MustParseAddr("10.10.0.1")
-	probe := agentRecord{
-		start: t0, end: t0.Add(time.Second), exportTime: t0.Add(time.Second), endReason: 3,
-		flowType: uint8(flowrecord.FlowTypeInterNode), protocol: 6, tcpState: "TIME_WAIT",
-		src:   agentEndpoint{addr: gwA, port: 51234},
-		dst:   agentEndpoint{addr: podC, port: 8080, namespace: "kube-system", pod: "dns", node: "node-a"},
-		stats: agentCounters{packetTotal: 6, octetTotal: 500, packetDelta: 6, octetDelta: 500},
-	}
-	toHost := agentRecord{
-		start: t0, end: t0.Add(time.Second), exportTime: t0.Add(time.Second), endReason: 3,
-		flowType: uint8(flowrecord.FlowTypeToExternal), protocol: 6, tcpState: "TIME_WAIT",
-		src:   agentEndpoint{addr: podC, port: 40001, namespace: "kube-system", pod: "dns", node: "node-a"},
-		dst:   agentEndpoint{addr: netip.MustParseAddr("192.168.77.11"), port: 10250},
-		stats: agentCounters{packetTotal: 4, octetTotal: 300, packetDelta: 4, octetDelta: 300},
-	}
+	probe := agentRecord{Record: flowrecord.Record{
+		Start: t0, End: t0.Add(time.Second), Observed: t0.Add(time.Second), EndReason: flowrecord.EndReasonEndOfFlow,
+		FlowType: flowrecord.FlowTypeInterNode, Protocol: 6, TCPState: "TIME_WAIT",
+		Source:      flowrecord.Endpoint{Address: gwA, Port: 51234},
+		Destination: flowrecord.Endpoint{Address: podC, Port: 8080, Namespace: "kube-system", PodName: "dns", NodeName: "node-a"},
+		Stats:       flowrecord.Counters{PacketTotal: 6, OctetTotal: 500, PacketDelta: 6, OctetDelta: 500},
+	}}
+	toHost := agentRecord{Record: flowrecord.Record{
+		Start: t0, End: t0.Add(time.Second), Observed: t0.Add(time.Second), EndReason: flowrecord.EndReasonEndOfFlow,
+		FlowType: flowrecord.FlowTypeToExternal, Protocol: 6, TCPState: "TIME_WAIT",
+		Source:      flowrecord.Endpoint{Address: podC, Port: 40001, Namespace: "kube-system", PodName: "dns", NodeName: "node-a"},
+		Destination: flowrecord.Endpoint{Address: netip.MustParseAddr("192.168.77.11"), Port: 10250},
+		Stats:       flowrecord.Counters{PacketTotal: 4, OctetTotal: 300, PacketDelta: 4, OctetDelta: 300},
+	}}
 	g := startGateway(t, withNodes(agentCluster()))
 	ag := newAgent(t, g.cfg.IPFIX.Endpoint, "tcp", "node-a", nil)
 	ag.send(t, &probe)

@@ -93,7 +93,6 @@ func New(address, transport, node string, tlsCfg *ipfixexporter.ExporterTLSClien
 	}
 	a := &Agent{ep: ep, elements: map[bool][]*entities.InfoElement{}, tid: map[bool]uint16{}}
 	for _, v6 := range []bool{false, true} {
-		var ies []entities.InfoElementWithValue
 		for _, ie := range IEs(v6) {
 			if slices.Contains(without, ie.Name) {
 				continue
@@ -104,20 +103,33 @@ func New(address, transport, node string, tlsCfg *ipfixexporter.ExporterTLSClien
 				return nil, fmt.Errorf("%s: %w", ie.Name, err)
 			}
 			a.elements[v6] = append(a.elements[v6], e)
-			iev, err := entities.DecodeAndCreateInfoElementWithValue(e, nil)
-			if err != nil {
-				ep.CloseConnToCollector()
-				return nil, err
-			}
-			ies = append(ies, iev)
 		}
-		a.tid[v6] = ep.NewTemplateID()
-		if err := a.sendSet(entities.Template, a.tid[v6], ies); err != nil {
+		if a.tid[v6], err = a.Announce(a.elements[v6]); err != nil {
 			ep.CloseConnToCollector()
 			return nil, err
 		}
 	}
 	return a, nil
+}
+
+// Announce sends a template of the elements, beside the agent's own, and
+// returns its ID (a test's template of other IEs).
+func (a *Agent) Announce(elements []*entities.InfoElement) (uint16, error) {
+	ies := make([]entities.InfoElementWithValue, 0, len(elements))
+	for _, e := range elements {
+		iev, err := entities.DecodeAndCreateInfoElementWithValue(e, nil)
+		if err != nil {
+			return 0, err
+		}
+		ies = append(ies, iev)
+	}
+	tid := a.ep.NewTemplateID()
+	return tid, a.sendSet(entities.Template, tid, ies)
+}
+
+// SendData sends one record of template tid in its own message.
+func (a *Agent) SendData(tid uint16, ies []entities.InfoElementWithValue) error {
+	return a.sendSet(entities.Data, tid, ies)
 }
 
 // Close closes the agent's connection.
@@ -134,26 +146,37 @@ func (a *Agent) Send(ipv6 bool, value func(name string) any) error {
 		if v == nil {
 			v = zero(e, ipv6)
 		}
-		var iev entities.InfoElementWithValue
-		switch v := v.(type) {
-		case uint8:
-			iev = entities.NewUnsigned8InfoElement(e, v)
-		case uint16:
-			iev = entities.NewUnsigned16InfoElement(e, v)
-		case uint32:
-			iev = entities.NewDateTimeSecondsInfoElement(e, v)
-		case uint64:
-			iev = entities.NewUnsigned64InfoElement(e, v)
-		case string:
-			iev = entities.NewStringInfoElement(e, v)
-		case net.IP:
-			iev = entities.NewIPAddressInfoElement(e, v)
-		default:
-			return fmt.Errorf("IE %s: a value of type %T", e.Name, v)
+		iev, err := WithValue(e, v)
+		if err != nil {
+			return err
 		}
 		ies = append(ies, iev)
 	}
-	return a.sendSet(entities.Data, a.tid[ipv6], ies)
+	return a.SendData(a.tid[ipv6], ies)
+}
+
+// WithValue is e carrying v, as the agent writes it: uint8, uint16, uint32
+// (dateTimeSeconds, or unsigned32 for an IE of that type), uint64, string
+// or net.IP.
+func WithValue(e *entities.InfoElement, v any) (entities.InfoElementWithValue, error) {
+	switch v := v.(type) {
+	case uint8:
+		return entities.NewUnsigned8InfoElement(e, v), nil
+	case uint16:
+		return entities.NewUnsigned16InfoElement(e, v), nil
+	case uint32:
+		if e.DataType == entities.Unsigned32 {
+			return entities.NewUnsigned32InfoElement(e, v), nil
+		}
+		return entities.NewDateTimeSecondsInfoElement(e, v), nil
+	case uint64:
+		return entities.NewUnsigned64InfoElement(e, v), nil
+	case string:
+		return entities.NewStringInfoElement(e, v), nil
+	case net.IP:
+		return entities.NewIPAddressInfoElement(e, v), nil
+	}
+	return nil, fmt.Errorf("IE %s: a value of type %T", e.Name, v)
 }
 
 func (a *Agent) sendSet(kind entities.ContentType, tid uint16, ies []entities.InfoElementWithValue) error {

@@ -14,6 +14,6 @@
 // is unset). Antrea's protobuf Flow, which flow_stream writes and
 // antrea_flows reads, has one mapping keyed by Field.Name and located
 // through Field.WireRef, internal/antreawire/flowpb: a field that Flow
-// carries is one line there too. antrea_flows still copies what it reads
-// into its own agent record (fromRecord), which a new field must join.
+// carries is one line there too. antrea_flows reads both straight into the
+// Record it makes its record half of, with no field list of its own.
 package catalogue
