@@ -188,6 +188,8 @@ func checkWorkloads(t *testing.T, r rendered) {
 	checkNodePod(t, node, nodeRaw)
 	checkGatewayPod(t, gw, gwRaw)
 	checkResolverTarget(t, r.objs, nodeRaw, gw)
+	gwCtr := containerNamed(t, gw.source, gw.pod.Spec.Containers, "collector")
+	checkGatewayDrain(t, gw.source, nodeRaw, gwCtr.Lifecycle, gw.pod.Spec.TerminationGracePeriodSeconds)
 	checkTLSPairing(t, nodeRaw, gwRaw)
 	checkClientAuth(t, r.name, gw, gwRaw)
 	checkPDB(t, r.objs, gw)
@@ -302,6 +304,31 @@ func checkGatewayPod(t *testing.T, c collector, raw map[string]any) {
 		t.Errorf("%s: token mounted %v, flow_correlation kubernetes index %v: the gateway reads the API server only for the index", c.source, mounted, index)
 	}
 	checkProbesAndResources(t, c, ctr, raw)
+}
+
+// checkGatewayDrain: a gateway replica being replaced or removed goes on
+// taking the node collectors' exports until their resolver has dropped it
+// (a preStop sleep as long as that resolver needs at least), and its grace
+// period leaves a minute after that to export what it holds. Without the
+// drain, an export the stopping replica refused reached its successor out of
+// order with what the keys' new owner took meanwhile: a range counted by no
+// gateway (a real-cluster rollout lost 3 s of two downloads).
+func checkGatewayDrain(t *testing.T, source string, nodeRaw map[string]any, lc *corev1.Lifecycle, grace *int64) {
+	t.Helper()
+	need := int64(5) // the k8s resolver watches the EndpointSlices
+	if _, dns := at(nodeRaw, "exporters", "load_balancing", "resolver", "dns").(map[string]any); dns {
+		need = 15 // the dns resolver polls every 5 s, and the records live 5 s more
+	}
+	var drain int64
+	if lc != nil && lc.PreStop != nil && lc.PreStop.Sleep != nil {
+		drain = lc.PreStop.Sleep.Seconds
+	}
+	if drain < need {
+		t.Errorf("%s: the gateway drains %d s before it stops (preStop sleep), the node collectors' resolver needs %d s to drop it", source, drain, need)
+	}
+	if grace == nil || *grace < drain+60 {
+		t.Errorf("%s: terminationGracePeriodSeconds %v, want the %d s drain and a minute to export what the gateway holds", source, grace, drain)
+	}
 }
 
 func checkProbesAndResources(t *testing.T, c collector, ctr *corev1.Container, raw map[string]any) {

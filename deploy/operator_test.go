@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/flowtel/flowtel/distributions"
 )
@@ -49,6 +51,22 @@ func TestOperatorCollectors(t *testing.T) {
 	}
 	checkTLSPairing(t, nodeRaw, gwRaw)
 	checkClientAuth(t, "operator", gw, gwRaw)
+	var lc *corev1.Lifecycle
+	if m, ok, _ := unstructured.NestedMap(gwCR.Object, "spec", "lifecycle"); ok {
+		lc = &corev1.Lifecycle{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, lc); err != nil {
+			t.Fatalf("gateway CR spec.lifecycle: %v", err)
+		}
+	}
+	var grace *int64
+	switch g, _, _ := unstructured.NestedFieldNoCopy(gwCR.Object, "spec", "terminationGracePeriodSeconds"); g := g.(type) {
+	case int64:
+		grace = &g
+	case float64: // as the YAML decoder gives numbers
+		n := int64(g)
+		grace = &n
+	}
+	checkGatewayDrain(t, gw.source, nodeRaw, lc, grace)
 
 	headless := gwCR.GetName() + "-collector-headless" // the Operator's naming
 	if got := at(nodeRaw, "exporters", "load_balancing", "resolver", "k8s", "service"); got != headless+"."+gwCR.GetNamespace() {

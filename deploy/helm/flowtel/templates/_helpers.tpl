@@ -37,6 +37,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{- define "flowtel.node.fullname" -}}{{ include "flowtel.fullname" . }}-node{{- end }}
 {{- define "flowtel.gateway.fullname" -}}{{ include "flowtel.fullname" . }}-gateway{{- end }}
+
+{{/*
+Seconds a gateway replica drains before it stops (values.yaml, gateway.drainSeconds):
+the given number, else what the node collectors' resolver needs to drop it.
+*/}}
+{{- define "flowtel.gateway.drainSeconds" -}}
+{{- if kindIs "invalid" .Values.gateway.drainSeconds }}{{ if eq .Values.gateway.resolver "dns" }}15{{ else }}5{{ end }}{{ else }}{{ int .Values.gateway.drainSeconds }}{{ end }}
+{{- end }}
 {{- define "flowtel.flowstream.fullname" -}}{{ include "flowtel.fullname" . }}-flowstream{{- end }}
 
 {{/* The name the gateway certificate carries and node collectors verify. */}}
