@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"time"
 
@@ -76,11 +77,28 @@ func (r *antreaReceiver) acceptIPFIX(ln net.Listener) {
 	}
 }
 
+// handOffLimits bound how the records of a TCP or TLS session's consecutive
+// messages gather into one hand-off to the next consumer (an agent sends one
+// record per message): at most records of them, handed on at the latest
+// delay after the first arrived, and at once when the session ends. A
+// package variable so that tests can change it before a receiver is made.
+var handOffLimits = struct {
+	records int
+	delay   time.Duration
+}{records: 1000, delay: 20 * time.Millisecond}
+
 // serveIPFIXConn reads one exporter's IPFIX stream (TCP, or TLS after the
 // handshake) until it ends. The message header frames the stream: a header
 // that is not IPFIX's loses the framing, and the connection is closed (the
 // agent reconnects and sends its templates again); anything wrong inside a
 // well-framed message is refused on its own.
+//
+// The records of consecutive messages are handed on together (handOffLimits):
+// while some wait, the connection's read deadline is when they are due, so a
+// read that would wait past it hands them on first. The hand-off happens on
+// the reading goroutine, as each message's did: the connection is read only
+// as fast as the next consumer takes the records, and the agent is pushed
+// back through TCP.
 func (r *antreaReceiver) serveIPFIXConn(conn net.Conn) {
 	ctx := context.Background()
 	transport, authenticated := viaTCP, false
@@ -102,47 +120,73 @@ func (r *antreaReceiver) serveIPFIXConn(conn net.Conn) {
 
 	s := newBoundedSession(0, r.templates)
 	defer s.close()
+	b := r.newBatch()
+	var due time.Time // when b's records are to be handed on; zero while it is empty
+	handOn := func() {
+		r.handOn(ctx, b, transport, authenticated)
+		if !due.IsZero() {
+			due = time.Time{}
+			_ = conn.SetReadDeadline(due)
+		}
+	}
+	defer handOn() // the session ended (the agent closed it, an error, shutdown)
+	// A message is read in place (the buffer holds the largest one), so a
+	// read that times out half-way keeps what it read.
 	rd := bufio.NewReaderSize(conn, 64<<10)
-	var msg []byte
 	for {
 		hdr, err := rd.Peek(msgHeaderLen)
+		if err == nil {
+			if _, err := readHeader(hdr); err != nil {
+				r.refused(ctx, reasonMalformedMessage, 1, err)
+				r.set.Logger.Warn("antrea_flows: not an IPFIX message header; closing the connection", zap.Stringer("exporter", conn.RemoteAddr()), zap.Error(err))
+				return
+			}
+		}
+		var msg []byte
+		if err == nil {
+			msg, err = rd.Peek(int(binary.BigEndian.Uint16(hdr[2:])))
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && !due.IsZero() {
+			handOn()
+			continue
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				r.set.Logger.Debug("antrea_flows: ipfix connection ended", zap.Stringer("exporter", conn.RemoteAddr()), zap.Error(err))
 			}
 			return
 		}
-		if _, err := readHeader(hdr); err != nil {
-			r.refused(ctx, reasonMalformedMessage, 1, err)
-			r.set.Logger.Warn("antrea_flows: not an IPFIX message header; closing the connection", zap.Stringer("exporter", conn.RemoteAddr()), zap.Error(err))
-			return
+		now := time.Now()
+		r.handleMessage(ctx, s, msg, now, b, transport, conn.RemoteAddr())
+		_, _ = rd.Discard(len(msg))
+		switch {
+		case b.n >= r.handOff.records || !due.IsZero() && !now.Before(due):
+			handOn()
+		case b.n > 0 && due.IsZero():
+			due = now.Add(r.handOff.delay)
+			_ = conn.SetReadDeadline(due)
 		}
-		n := int(binary.BigEndian.Uint16(hdr[2:]))
-		msg = slices.Grow(msg[:0], n)[:n]
-		if _, err := io.ReadFull(rd, msg); err != nil {
-			return
-		}
-		r.handleMessage(ctx, s, msg, transport, authenticated, conn.RemoteAddr())
 	}
 }
 
-func (r *antreaReceiver) handleMessage(ctx context.Context, s *session, msg []byte, transport transportName, authenticated bool, from net.Addr) {
-	res, err := s.decode(msg, time.Now())
+func (r *antreaReceiver) handleMessage(ctx context.Context, s *session, msg []byte, now time.Time, b *batch, transport transportName, from net.Addr) {
+	res, err := s.decode(msg, now)
 	if err != nil {
 		r.refused(ctx, reasonMalformedMessage, 1, err)
 		r.set.Logger.Warn("antrea_flows: IPFIX message refused", zap.Stringer("exporter", from), zap.Error(err))
 		return
 	}
-	r.handleResult(ctx, res, transport, authenticated, from)
+	r.handleResult(ctx, res, b, transport, from)
 }
 
-// handleResult counts what decoding a message refused and delivers the rest.
-func (r *antreaReceiver) handleResult(ctx context.Context, res messageResult, transport transportName, authenticated bool, from net.Addr) {
+// handleResult counts what decoding a message refused and collects the rest
+// into b.
+func (r *antreaReceiver) handleResult(ctx context.Context, res messageResult, b *batch, transport transportName, from net.Addr) {
 	for reason, n := range res.refused {
 		r.refused(ctx, reason, n, res.firstErr)
 	}
 	if len(res.refused) > 0 {
 		r.set.Logger.Warn("antrea_flows: part of an IPFIX message refused", zap.Stringer("exporter", from), zap.Error(res.firstErr))
 	}
-	r.deliver(ctx, res.records, transport, authenticated)
+	r.collect(ctx, b, res.records, transport)
 }

@@ -109,7 +109,9 @@ func (r *antreaReceiver) handleDatagram(ctx context.Context, s *session, d datag
 		r.set.Logger.Debug("antrea_flows: IPFIX records missing from the exporter's sequence", zap.Stringer("exporter", from),
 			zap.Uint32("observation_domain", res.header.domain), zap.Int64("records", lost))
 	}
-	r.handleResult(ctx, res, viaUDP, false, from)
+	b := r.newBatch()
+	r.handleResult(ctx, res, b, viaUDP, from)
+	r.handOn(ctx, b, viaUDP, false)
 }
 
 // udpSessions are the UDP exporters' sessions by source address, most

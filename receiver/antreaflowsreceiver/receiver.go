@@ -41,6 +41,11 @@ type antreaReceiver struct {
 	// nodes are the cluster's Nodes' own addresses (kubernetes set), nil otherwise.
 	nodes     *nodeAddrs
 	informers interface{ Shutdown() }
+	// handOff bounds the hand-offs of a TCP or TLS session (handOffLimits).
+	handOff struct {
+		records int
+		delay   time.Duration
+	}
 }
 
 var errNilConsumer = errors.New("nil next consumer")
@@ -51,7 +56,8 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*antre
 		return nil, err
 	}
 	return &antreaReceiver{cfg: cfg, set: set, next: next, tel: tel, stop: make(chan struct{}), conns: map[net.Conn]struct{}{},
-		templates: &templateLimits{perSession: cfg.IPFIX.MaxTemplatesPerSession, max: int64(cfg.IPFIX.MaxTemplates)}}, nil
+		templates: &templateLimits{perSession: cfg.IPFIX.MaxTemplatesPerSession, max: int64(cfg.IPFIX.MaxTemplates)},
+		handOff:   handOffLimits}, nil
 }
 
 func (r *antreaReceiver) Start(ctx context.Context, _ component.Host) error {
@@ -112,21 +118,38 @@ func (r *antreaReceiver) Shutdown(context.Context) error {
 	return nil
 }
 
-// deliver hands the decoded records of one message or request to the next
-// consumer, counting what it receives, refuses and loses. authenticated says
-// the peer presented a client certificate the client CA verified.
+// deliver hands the decoded records of one request to the next consumer,
+// in one hand-off.
 func (r *antreaReceiver) deliver(ctx context.Context, records []agentRecord, transport transportName, authenticated bool) {
+	b := r.newBatch()
+	r.collect(ctx, b, records, transport)
+	r.handOn(ctx, b, transport, authenticated)
+}
+
+func (r *antreaReceiver) newBatch() *batch {
+	return newBatch(r.cfg.ClusterUID, metadata.ScopeName, r.set.BuildInfo.Version, r.nodes)
+}
+
+// collect turns decoded records into halves in b, counting what it receives
+// and refuses; handOn hands them on.
+func (r *antreaReceiver) collect(ctx context.Context, b *batch, records []agentRecord, transport transportName) {
 	if len(records) == 0 {
 		return
 	}
 	r.tel.ReceiverAntreaFlowsRecordsReceived.Add(ctx, int64(len(records)), transport.attr())
-	b := newBatch(r.cfg.ClusterUID, metadata.ScopeName, r.set.BuildInfo.Version, r.nodes)
 	now := time.Now()
 	for i := range records {
 		if ref := b.add(&records[i], now); ref != nil {
 			r.refused(ctx, ref.reason, 1, ref)
 		}
 	}
+}
+
+// handOn hands what b holds to the next consumer in one call and empties
+// it, counting what the next consumer takes and what it refuses (lost).
+// authenticated says the peer presented a client certificate the client CA
+// verified.
+func (r *antreaReceiver) handOn(ctx context.Context, b *batch, transport transportName, authenticated bool) {
 	logs, n := b.take()
 	if n == 0 {
 		return

@@ -44,6 +44,10 @@ import (
 // the last record out, records out, and every loss counter of the gateway.
 // The run fails when any record is lost: a gateway must not lose a burst by
 // default. Run: make load.
+//
+// For a before/after comparison FLOWTEL_BENCH_GATEWAY names another gateway
+// binary to run; FLOWTEL_BENCH_PERF names a file where perf records the
+// gateway's CPU profile over the measured window (profileProcess).
 func BenchmarkGatewayAntreaAgents(b *testing.B) {
 	for range b.N {
 		benchmarkGatewayAntreaAgents(b)
@@ -66,6 +70,9 @@ var agentNodes = [2]struct {
 func benchmarkGatewayAntreaAgents(b *testing.B) {
 	b.StopTimer()
 	gatewayBin, err := collector.Binary(repoRoot, "flowtel-gateway")
+	if bin := os.Getenv("FLOWTEL_BENCH_GATEWAY"); bin != "" {
+		gatewayBin, err = bin, nil
+	}
 	require.NoError(b, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -87,6 +94,7 @@ func benchmarkGatewayAntreaAgents(b *testing.B) {
 	peak := watchRSS([]*collector.Process{gw})
 	cpuBefore := cpuTimes(b, []*collector.Process{gw})
 	selfBefore := selfCPU()
+	stopProfile := profileProcess(b, gw)
 	b.StartTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -115,6 +123,7 @@ func benchmarkGatewayAntreaAgents(b *testing.B) {
 	}
 	b.StopTimer()
 	cpuAfter := cpuTimes(b, []*collector.Process{gw})
+	stopProfile()
 	self := selfCPU() - selfBefore
 	rss := peak.stop()[0]
 	last := sink.lastRecord()
