@@ -121,7 +121,7 @@ e2e-kube: deps build peers ## Only the real-cluster tests: kubelets, containerd,
 	$(GO) test -tags $(TAGS) -count=1 -p 1 -v -timeout 40m $(KUBE_PKGS)
 
 .PHONY: load
-load: deps build peers ## Testbed load runs: node collector at 10k/100k connections, gateway throughput with 1 and 3 replicas, and fed by Antrea agents over IPFIX (root; results in testbed/results.md)
+load: deps build peers ## Testbed load runs: node collector at 10k/100k connections, gateway throughput with 1 and 3 replicas, and fed by Antrea agents over IPFIX and over gRPC (root; results in testbed/results.md)
 	$(GO) test -tags $(TAGS) -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./testbed/e2e
 
 .PHONY: run

@@ -78,9 +78,10 @@ func (r *antreaReceiver) acceptIPFIX(ln net.Listener) {
 }
 
 // handOffLimits bound how the records of a TCP or TLS session's consecutive
-// messages gather into one hand-off to the next consumer (an agent sends one
-// record per message): at most records of them, handed on at the latest
-// delay after the first arrived, and at once when the session ends. A
+// messages, or of a gRPC stream's consecutive requests, gather into one
+// hand-off to the next consumer (an agent sends one record per message, one
+// flow per request): at most records of them, handed on at the latest delay
+// after the first arrived, and at once when the session or stream ends. A
 // package variable so that tests can change it before a receiver is made.
 var handOffLimits = struct {
 	records int

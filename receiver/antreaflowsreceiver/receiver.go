@@ -41,7 +41,8 @@ type antreaReceiver struct {
 	// nodes are the cluster's Nodes' own addresses (kubernetes set), nil otherwise.
 	nodes     *nodeAddrs
 	informers interface{ Shutdown() }
-	// handOff bounds the hand-offs of a TCP or TLS session (handOffLimits).
+	// handOff bounds the hand-offs of a TCP or TLS session and of a gRPC
+	// stream (handOffLimits).
 	handOff struct {
 		records int
 		delay   time.Duration
@@ -116,14 +117,6 @@ func (r *antreaReceiver) Shutdown(context.Context) error {
 	}
 	r.tel.Shutdown()
 	return nil
-}
-
-// deliver hands the decoded records of one request to the next consumer,
-// in one hand-off.
-func (r *antreaReceiver) deliver(ctx context.Context, records []agentRecord, transport transportName, authenticated bool) {
-	b := r.newBatch()
-	r.collect(ctx, b, records, transport)
-	r.handOn(ctx, b, transport, authenticated)
 }
 
 func (r *antreaReceiver) newBatch() *batch {

@@ -18,7 +18,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/distributions"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/testbed/antreaagent"
@@ -50,7 +54,22 @@ import (
 // gateway's CPU profile over the measured window (profileProcess).
 func BenchmarkGatewayAntreaAgents(b *testing.B) {
 	for range b.N {
-		benchmarkGatewayAntreaAgents(b)
+		benchmarkGatewayAntreaAgents(b, ipfixAgents)
+	}
+}
+
+// BenchmarkGatewayAntreaAgentsGRPC is the same run with the agents exporting
+// over gRPC, Antrea's FlowExportService (the default of Antrea's Helm chart),
+// with TLS and the agents' client certificates: each agent's one
+// client-streaming Export stream, one flow per request as the agent sends
+// them. The requests are encoded before the clock starts
+// (grpc.PreparedMsg: marshalled and framed), and the run sends them on the
+// open streams as fast as gRPC's flow control lets it, leaving the streams
+// open as the agents do. The load, the gateway and what is reported are the
+// IPFIX run's.
+func BenchmarkGatewayAntreaAgentsGRPC(b *testing.B) {
+	for range b.N {
+		benchmarkGatewayAntreaAgents(b, grpcAgents)
 	}
 }
 
@@ -67,7 +86,12 @@ var agentNodes = [2]struct {
 	pods byte // 10.<pods>.0.0/16
 }{{"antrea-node-a", 10}, {"antrea-node-b", 11}}
 
-func benchmarkGatewayAntreaAgents(b *testing.B) {
+// agentExport connects each Node's agent to the gateway's antrea_flows
+// receiver (handshakes done), its whole export prepared, and returns for
+// each what sends that export.
+type agentExport func(b *testing.B, certs string, ipfixAddr, grpcAddr string) []func() error
+
+func benchmarkGatewayAntreaAgents(b *testing.B, export agentExport) {
 	b.StopTimer()
 	gatewayBin, err := collector.Binary(repoRoot, "flowtel-gateway")
 	if bin := os.Getenv("FLOWTEL_BENCH_GATEWAY"); bin != "" {
@@ -77,19 +101,14 @@ func benchmarkGatewayAntreaAgents(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
-	streams := agentStreams(b, time.Now())
 	sink := startIPFIXCounter(b)
 	dir := b.TempDir()
 	certs := bedCerts(b, dir)
-	agentPort := freePort(b)
-	gw, _ := startCollector(b, ctx, antreaLoadGateway(b, gatewayBin, dir, certs, agentPort, sink.addr()))
+	agentPort, grpcPort := freePort(b), freePort(b)
+	gw, _ := startCollector(b, ctx, antreaLoadGateway(b, gatewayBin, dir, certs, agentPort, grpcPort, sink.addr()))
 
 	// Both agents connected (TLS handshakes done) before the clock starts.
-	conns := make([]net.Conn, len(streams))
-	for i := range streams {
-		conns[i] = dialAgent(b, certs, fmt.Sprintf("127.0.0.1:%d", agentPort))
-		defer conns[i].Close()
-	}
+	sends := export(b, certs, fmt.Sprintf("127.0.0.1:%d", agentPort), fmt.Sprintf("127.0.0.1:%d", grpcPort))
 
 	peak := watchRSS([]*collector.Process{gw})
 	cpuBefore := cpuTimes(b, []*collector.Process{gw})
@@ -98,12 +117,12 @@ func benchmarkGatewayAntreaAgents(b *testing.B) {
 	b.StartTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
-	errs := make([]error, len(conns))
-	for i, c := range conns {
+	errs := make([]error, len(sends))
+	for i, send := range sends {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = c.Write(streams[i])
+			errs[i] = send()
 		}()
 	}
 	wg.Wait()
@@ -204,13 +223,13 @@ func antreaLoadLosses(b *testing.B, gw *collector.Process) map[string]float64 {
 // node collectors' tokens with the API server; agents' records that TLS
 // authenticated pass it unchecked), and the ipfix exporter, with its
 // defaults, to the counting sink.
-func antreaLoadGateway(b testing.TB, binary, dir, certs string, agentPort int, sink string) collector.Options {
+func antreaLoadGateway(b testing.TB, binary, dir, certs string, agentPort, grpcPort int, sink string) collector.Options {
 	env := append(shippedGatewayRuntimeEnv(b), "POD_NAMESPACE=flowtel",
 		"FLOWTEL_TLS_CERT_FILE="+filepath.Join(certs, "gateway.crt"), "FLOWTEL_TLS_KEY_FILE="+filepath.Join(certs, "gateway.key"),
 		"FLOWTEL_TLS_CLIENT_CA_FILE="+filepath.Join(certs, "node-ca.crt"))
 	return collector.Options{Name: "gateway-antrea-load", Binary: binary, Dir: dir, Env: env,
 		Configs: []string{distributions.Config(distributions.Gateway), shippedAntreaConfig},
-		Config:  antreaLoadOverlay(freePort(b), agentPort, freePort(b), sink)}
+		Config:  antreaLoadOverlay(freePort(b), agentPort, grpcPort, sink)}
 }
 
 // shippedAntreaConfig is the antrea_flows receiver as the kustomize component
@@ -238,46 +257,129 @@ service:
 `+telemetry, otlpPort, agentPort, grpcPort, sink)
 }
 
-// dialAgent opens an agent's IPFIX TLS connection as the bed's agents do:
-// the gateway's certificate verified, the node client certificate presented.
-func dialAgent(b *testing.B, certs, addr string) net.Conn {
+// agentTLS is an agent's TLS client as the bed's agents have it: the
+// gateway's certificate verified, the node client certificate presented.
+func agentTLS(b *testing.B, certs string) *tls.Config {
 	caPEM, err := os.ReadFile(filepath.Join(certs, "ca.crt"))
 	require.NoError(b, err)
 	pool := x509.NewCertPool()
 	require.True(b, pool.AppendCertsFromPEM(caPEM))
 	cert, err := tls.LoadX509KeyPair(filepath.Join(certs, "node.crt"), filepath.Join(certs, "node.key"))
 	require.NoError(b, err)
-	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert},
-		ServerName: "flowtel-gateway.flowtel.svc", MinVersion: tls.VersionTLS12})
-	require.NoError(b, err)
-	require.NoError(b, c.Handshake())
-	return c
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert},
+		ServerName: "flowtel-gateway.flowtel.svc", MinVersion: tls.VersionTLS12}
+}
+
+// ipfixAgents: each agent's IPFIX TLS connection, and its whole export
+// (agentStreams) written on it at once.
+func ipfixAgents(b *testing.B, certs, ipfixAddr, _ string) []func() error {
+	streams := agentStreams(b, time.Now())
+	sends := make([]func() error, len(streams))
+	for i := range streams {
+		c, err := tls.Dial("tcp", ipfixAddr, agentTLS(b, certs))
+		require.NoError(b, err)
+		require.NoError(b, c.Handshake())
+		b.Cleanup(func() { c.Close() })
+		sends[i] = func() error {
+			_, err := c.Write(streams[i])
+			return err
+		}
+	}
+	return sends
+}
+
+// grpcAgents: each agent's FlowExportService stream over TLS, and its
+// export as one request per flow, encoded for the stream in advance, sent
+// one after the other.
+func grpcAgents(b *testing.B, certs, _, grpcAddr string) []func() error {
+	now := time.Now()
+	sends := make([]func() error, len(agentNodes))
+	for n := range agentNodes {
+		cc, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(credentials.NewTLS(agentTLS(b, certs))))
+		require.NoError(b, err)
+		b.Cleanup(func() { cc.Close() })
+		stream, err := pb.NewFlowExportServiceClient(cc).Export(context.Background())
+		require.NoError(b, err)
+		msgs := make([]*grpc.PreparedMsg, 0, agentInterConns+agentIntraConns/2)
+		require.NoError(b, agentLoadOrder(n, func(c loadConn) error {
+			m := new(grpc.PreparedMsg)
+			msgs = append(msgs, m)
+			return m.Encode(stream, &pb.ExportRequest{Flows: []*pb.Flow{agentLoadFlow(c, n, now)}})
+		}))
+		sends[n] = func() error {
+			for _, m := range msgs {
+				if err := stream.SendMsg(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	return sends
+}
+
+// agentLoadOrder calls send with Node n's connections in the order both
+// Nodes export: connection i's half on each Node, and after every tenth
+// connection one of the Node's own intra-Node connections.
+func agentLoadOrder(n int, send func(loadConn) error) error {
+	for i := range agentInterConns {
+		if err := send(interConn(i)); err != nil {
+			return err
+		}
+		if i%10 == 9 {
+			if err := send(intraConn(i/10, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // agentStreams is what each Node's agent sends, encoded by go-ipfix's
 // exporting process: its templates, then one message per record, in the
-// order both Nodes export: connection i's half on each Node, and after every
-// tenth connection one of the Node's own intra-Node connections.
+// agents' order (agentLoadOrder).
 func agentStreams(b *testing.B, now time.Time) [][]byte {
 	out := make([][]byte, len(agentNodes))
 	for n, node := range agentNodes {
 		stream, err := antreaagent.Capture(node.name, func(a *antreaagent.Agent) error {
-			for i := range agentInterConns {
-				if err := a.Send(false, agentLoadRecord(interConn(i), n, now)); err != nil {
-					return err
-				}
-				if i%10 == 9 {
-					if err := a.Send(false, agentLoadRecord(intraConn(i/10, n), n, now)); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
+			return agentLoadOrder(n, func(c loadConn) error { return a.Send(false, agentLoadRecord(c, n, now)) })
 		})
 		require.NoError(b, err, node.name)
 		out[n] = stream
 	}
 	return out
+}
+
+// agentLoadFlow is c as Node n's agent sends it over gRPC: the record
+// agentLoadRecord sends over IPFIX, in Antrea's Flow message as the agent's
+// gRPC exporter fills it (its export time and observation domain; Node names
+// for its own Pods only).
+func agentLoadFlow(c loadConn, n int, now time.Time) *pb.Flow {
+	node := agentNodes[n].name
+	f := &pb.Flow{
+		Ipfix:     &pb.IPFIX{ExportTime: timestamppb.New(now), ObservationDomainId: antreaagent.ObservationDomain(node)},
+		StartTs:   timestamppb.New(now.Add(-10 * time.Second)),
+		EndTs:     timestamppb.New(now),
+		EndReason: pb.FlowEndReason(flowrecord.EndReasonEndOfFlow),
+		Ip:        &pb.IP{Version: pb.IPVersion_IP_VERSION_4, Source: c.src.Addr().AsSlice(), Destination: c.dst.Addr().AsSlice()},
+		Transport: &pb.Transport{ProtocolNumber: 6, SourcePort: uint32(c.src.Port()), DestinationPort: uint32(c.dst.Port()),
+			Protocol: &pb.Transport_Tcp{Tcp: &pb.TCP{StateName: "TIME_WAIT"}}},
+		K8S:          &pb.Kubernetes{FlowType: pb.FlowType(c.flowType)},
+		Stats:        &pb.Stats{PacketTotalCount: 40, OctetTotalCount: 30000, PacketDeltaCount: 40, OctetDeltaCount: 30000},
+		ReverseStats: &pb.Stats{PacketTotalCount: 30, OctetTotalCount: 20000, PacketDeltaCount: 30, OctetDeltaCount: 20000},
+	}
+	if c.srcNode == n {
+		f.K8S.SourcePodName, f.K8S.SourcePodNamespace, f.K8S.SourceNodeName = c.srcPod, "shop", node
+		if c.service.IsValid() {
+			f.K8S.DestinationServicePort, f.K8S.DestinationServicePortName = uint32(c.service.Port()), c.servicePortName
+			f.K8S.DestinationClusterIp = c.service.Addr().AsSlice()
+			f.K8S.DestinationServiceIp = c.service.Addr().AsSlice()
+		}
+	}
+	if c.dstNode == n {
+		f.K8S.DestinationPodName, f.K8S.DestinationPodNamespace, f.K8S.DestinationNodeName = c.dstPod, "shop", node
+	}
+	return f
 }
 
 // loadConn is a connection of the run: its endpoints, the Node of each, and

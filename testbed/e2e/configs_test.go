@@ -54,5 +54,5 @@ func TestOverlaysValidate(t *testing.T) {
 	validate(gatewayCollector(t, "gateway-all", gatewayBin, dir, 14317, gatewaySinks{clickhouse: "tcp://127.0.0.1:9000", ipfix: "127.0.0.1:4739", otlp: "127.0.0.1:4318"}))
 	validate(gatewayCollector(t, "gateway-ch", gatewayBin, dir, 14317, gatewaySinks{clickhouse: "tcp://127.0.0.1:9000"}))
 	validate(gatewayCollector(t, "gateway-antrea", gatewayBin, dir, 14317, gatewaySinks{clickhouse: "tcp://127.0.0.1:9000", antreaIPFIX: "127.0.0.1:14739"}))
-	validate(antreaLoadGateway(t, gatewayBin, dir, bedCerts(t, dir), 14739, "127.0.0.1:4739"))
+	validate(antreaLoadGateway(t, gatewayBin, dir, bedCerts(t, dir), 14739, 14740, "127.0.0.1:4739"))
 }
