@@ -43,12 +43,8 @@ func (o *sliceOwner) is(namespace, name, uid, node string) bool {
 // changes or goes.
 type endpointSlice struct{ listed []*sliceOwner }
 
-// stripEndpointSlice keeps, per endpoint, the addresses, the Pod reference and the Node.
-func stripEndpointSlice(obj any) (any, error) {
-	in, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return obj, nil
-	}
+// keepEndpointSlice keeps, per endpoint, the addresses, the Pod reference and the Node.
+func keepEndpointSlice(in *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 	out := &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace, UID: in.UID, ResourceVersion: in.ResourceVersion},
 		AddressType: in.AddressType,
@@ -63,7 +59,7 @@ func stripEndpointSlice(obj any) (any, error) {
 			NodeName:  e.NodeName,
 		})
 	}
-	return out, nil
+	return out
 }
 
 func (ix *Index) upsertEndpointSlice(in *discoveryv1.EndpointSlice) {

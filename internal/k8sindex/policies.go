@@ -378,7 +378,7 @@ func (in *Informers) policyWirings() []wiring {
 		{PolicyWatched[0], in.factory.Networking().V1().NetworkPolicies().Informer(), stripMeta,
 			func(o any) { ix.upsertPolicy(o.(*networkingv1.NetworkPolicy)) },
 			func(o any) { n := o.(*networkingv1.NetworkPolicy); ix.deletePolicy(n.Namespace, string(n.UID)) }},
-		{PolicyWatched[1], in.factory.Core().V1().Namespaces().Informer(), stripNamespace,
+		{PolicyWatched[1], in.factory.Core().V1().Namespaces().Informer(), stripper(keepNamespace),
 			func(o any) { ix.upsertNamespace(o.(*corev1.Namespace)) },
 			func(o any) { ix.deleteNamespace(o.(*corev1.Namespace).Name) }},
 	}...)
@@ -392,13 +392,9 @@ func stripMeta(obj any) (any, error) {
 	return obj, nil
 }
 
-// stripNamespace keeps a Namespace's name, UID and labels.
-func stripNamespace(obj any) (any, error) {
-	ns, ok := obj.(*corev1.Namespace)
-	if !ok {
-		return obj, nil
-	}
+// keepNamespace keeps a Namespace's name, UID and labels.
+func keepNamespace(ns *corev1.Namespace) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion, Labels: ns.Labels,
-	}}, nil
+	}}
 }

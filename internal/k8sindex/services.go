@@ -44,12 +44,8 @@ func ProtocolNumber(p corev1.Protocol) uint8 {
 	}
 }
 
-// stripService keeps the addresses, ports and port names.
-func stripService(obj any) (any, error) {
-	in, ok := obj.(*corev1.Service)
-	if !ok {
-		return obj, nil
-	}
+// keepService keeps the addresses, ports and port names.
+func keepService(in *corev1.Service) *corev1.Service {
 	out := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace, UID: in.UID, ResourceVersion: in.ResourceVersion},
 		Spec: corev1.ServiceSpec{
@@ -65,7 +61,7 @@ func stripService(obj any) (any, error) {
 			out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ing.IP})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func serviceAddrs(in *corev1.Service) []netip.Addr {
