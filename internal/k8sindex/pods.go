@@ -119,17 +119,20 @@ func finishedAt(p *corev1.Pod) time.Time {
 }
 
 func podIPs(p *corev1.Pod) []netip.Addr {
-	var ips []netip.Addr
-	add := func(s string) {
-		if a, err := netip.ParseAddr(s); err == nil && !contains(ips, a.Unmap()) {
-			ips = append(ips, a.Unmap())
-		}
-	}
-	add(p.Status.PodIP)
+	ips := appendAddr(nil, p.Status.PodIP)
 	for _, ip := range p.Status.PodIPs {
-		add(ip.IP)
+		ips = appendAddr(ips, ip.IP)
 	}
 	return ips
+}
+
+// appendAddr appends the address s (unmapped) to addrs unless it is there
+// already or s is not an address (empty, or a headless Service's "None").
+func appendAddr(addrs []netip.Addr, s string) []netip.Addr {
+	if a, err := netip.ParseAddr(s); err == nil && !contains(addrs, a.Unmap()) {
+		return append(addrs, a.Unmap())
+	}
+	return addrs
 }
 
 // upsertPod records a Pod add or update.

@@ -65,21 +65,15 @@ func keepService(in *corev1.Service) *corev1.Service {
 }
 
 func serviceAddrs(in *corev1.Service) []netip.Addr {
-	var out []netip.Addr
-	add := func(s string) {
-		if a, err := netip.ParseAddr(s); err == nil && !contains(out, a.Unmap()) {
-			out = append(out, a.Unmap())
-		}
-	}
-	add(in.Spec.ClusterIP) // "None" (headless) does not parse
+	out := appendAddr(nil, in.Spec.ClusterIP) // "None" (headless) does not parse
 	for _, s := range in.Spec.ClusterIPs {
-		add(s)
+		out = appendAddr(out, s)
 	}
 	for _, s := range in.Spec.ExternalIPs {
-		add(s)
+		out = appendAddr(out, s)
 	}
 	for _, ing := range in.Status.LoadBalancer.Ingress {
-		add(ing.IP)
+		out = appendAddr(out, ing.IP)
 	}
 	return out
 }
