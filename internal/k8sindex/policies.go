@@ -123,7 +123,7 @@ func (ix *Index) upsertPolicy(np *networkingv1.NetworkPolicy) {
 
 // upsertPolicyAt records p (converted from the object with meta) under key:
 // its Namespace, or adminKey / baselineKey.
-func (ix *Index) upsertPolicyAt(key string, meta *metav1.ObjectMeta, p *netpol.Policy) {
+func (ix *Index) upsertPolicyAt(key string, meta metav1.Object, p *netpol.Policy) {
 	now := ix.opts.Now()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -135,8 +135,8 @@ func (ix *Index) upsertPolicyAt(key string, meta *metav1.ObjectMeta, p *netpol.P
 	}
 	h := byUID[p.UID]
 	at := now
-	if h != nil && meta.Generation != 0 {
-		if cur, ok := h.at(now, false); ok && cur.generation == meta.Generation {
+	if h != nil && meta.GetGeneration() != 0 {
+		if cur, ok := h.at(now, false); ok && cur.generation == meta.GetGeneration() {
 			return // metadata changed, not the spec
 		}
 	}
@@ -145,11 +145,11 @@ func (ix *Index) upsertPolicyAt(key string, meta *metav1.ObjectMeta, p *netpol.P
 		byUID[p.UID] = h
 		// A policy applies from its creation (not from when this
 		// collector saw it, which may be its start).
-		if c := meta.CreationTimestamp.Time; !c.IsZero() && c.Before(now) {
+		if c := meta.GetCreationTimestamp().Time; !c.IsZero() && c.Before(now) {
 			at = c
 		}
 	}
-	h.set(policyVersion{p, meta.Generation}, at)
+	h.set(policyVersion{p, meta.GetGeneration()}, at)
 	ix.sortPoliciesLocked(key)
 }
 
