@@ -139,20 +139,7 @@ func (ix *Index) listLocked(addr netip.Addr, namespace, name, uid, node string, 
 // sliceOwnerAt is the Pod listed for addr at t (zero: now); when several
 // were (a stale slice), the one listed last.
 func (ix *Index) sliceOwnerAt(addr netip.Addr, t time.Time) *sliceOwner {
-	owners := ix.sliceOwners[addr]
-	if len(owners) == 0 {
-		return nil
-	}
-	if t.IsZero() {
-		t = ix.opts.Now()
-	}
-	var best *sliceOwner
-	for _, o := range owners {
-		if o.owns(t) && (best == nil || !o.since.Before(best.since)) {
-			best = o
-		}
-	}
-	return best
+	return ownerAt(ix, ix.sliceOwners[addr], t, func(o, best *sliceOwner) bool { return !o.since.Before(best.since) })
 }
 
 // purgeSliceOwnersLocked forgets owners no slice has listed since before cutoff.

@@ -277,17 +277,26 @@ func (ix *Index) Purge() {
 // podAt returns the Pod that owned addr at t (zero t: now). When several
 // did (an IP reused within the retention window), the latest-created wins.
 func (ix *Index) podAt(addr netip.Addr, t time.Time) *pod {
-	list := ix.podsByIP[addr]
-	if len(list) == 0 {
-		return nil
+	return ownerAt(ix, ix.podsByIP[addr], t, func(p, best *pod) bool { return p.created.After(best.created) })
+}
+
+// ownerAt is, of the owners of an address, the one that owned it at t (zero
+// t: now) and that, of those that did, replaces the best so far whenever
+// replaces says so; nil when none did.
+func ownerAt[O interface {
+	comparable
+	owns(time.Time) bool
+}](ix *Index, owners []O, t time.Time, replaces func(o, best O) bool) O {
+	var best, none O
+	if len(owners) == 0 {
+		return none
 	}
 	if t.IsZero() {
 		t = ix.opts.Now()
 	}
-	var best *pod
-	for _, p := range list {
-		if p.owns(t) && (best == nil || p.created.After(best.created)) {
-			best = p
+	for _, o := range owners {
+		if o.owns(t) && (best == none || replaces(o, best)) {
+			best = o
 		}
 	}
 	return best
