@@ -25,12 +25,8 @@ import (
 // mapCommand draws who talks to whom: flows from the flow stream (default) or
 // from ClickHouse's flows table (--clickhouse), as a Graphviz graph.
 func mapCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	cmd := newCommand("map", "draw who talks to whom (flow stream or ClickHouse) as Graphviz DOT, SVG or PNG")
+	cmd, conn, sc := streamCommand(kube, "map", "draw who talks to whom (flow stream or ClickHouse) as Graphviz DOT, SVG or PNG")
 	fs := cmd.Flags()
-	conn := connFlags{kube: kube}
-	var sc scopeFlags
-	conn.register(fs)
-	sc.register(fs, kube)
 	var ch clickhouseFlags
 	ch.register(fs, "instead of the flow stream")
 	since := fs.String("since", "1h", "flows that ended after this: a duration (1h, 24h, 7d) or an RFC 3339 time; through the flow stream, older than the gateway holds in memory is read from its flow history")
@@ -55,7 +51,7 @@ func mapCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
 			err = clickhouseFlows(ctx, &ch, from, g.add)
 		} else {
 			title = "flow stream since " + from.UTC().Format(time.RFC3339)
-			err = streamFlows(ctx, conn, sc, from, stderr, g.add)
+			err = streamFlows(ctx, *conn, *sc, from, stderr, g.add)
 		}
 		if err != nil {
 			return err

@@ -67,6 +67,16 @@ func (s *scopeFlags) register(fs *pflag.FlagSet, kube *genericclioptions.ConfigF
 	fs.BoolVar(&s.clusterWide, "cluster-wide", false, "every Namespace, and flows with none (needs a ClusterRoleBinding); -n is one Namespace (default the kubeconfig context's)")
 }
 
+// streamCommand is a command that reads the flow stream: it has the
+// connection's flags and the scope's (--cluster-wide; -n is kubectl's).
+func streamCommand(kube *genericclioptions.ConfigFlags, use, short string) (*cobra.Command, *connFlags, *scopeFlags) {
+	cmd := newCommand(use, short)
+	conn, sc := &connFlags{kube: kube}, &scopeFlags{}
+	conn.register(cmd.Flags())
+	sc.register(cmd.Flags(), kube)
+	return cmd, conn, sc
+}
+
 func (s *scopeFlags) apply(req *pb.GetFlowsRequest, sess *session) error {
 	if s.clusterWide {
 		if s.given() != "" {
@@ -85,16 +95,12 @@ func (s *scopeFlags) apply(req *pb.GetFlowsRequest, sess *session) error {
 
 // observeCommand streams flows: history, then live ones with -f.
 func observeCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	cmd := newCommand("observe", "stream flows: history, then live ones with -f")
+	cmd, conn, sc := streamCommand(kube, "observe", "stream flows: history, then live ones with -f")
 	fs := cmd.Flags()
-	conn := connFlags{kube: kube}
-	var sc scopeFlags
 	var pods, services, types, ips list
 	var selector, direction, since string
 	var last, maxCount uint
 	var follow bool
-	conn.register(fs)
-	sc.register(fs, kube)
 	fs.Var(&pods, "pod", "Pod name (repeatable, OR-ed)")
 	fs.StringVarP(&selector, "selector", "l", "", "label selector against the Pods' labels")
 	fs.Var(&services, "service", "Service name (repeatable, OR-ed; destination side)")

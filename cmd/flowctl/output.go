@@ -39,21 +39,13 @@ func outputFlag(fs *pflag.FlagSet) *string {
 
 func (p *printer) print(flows []*pb.Flow) error {
 	switch p.format {
-	case "json":
-		opts := protojson.MarshalOptions{Multiline: true, Indent: "  "}
+	case "json", "jsonl":
+		var opts protojson.MarshalOptions // jsonl: a flow a line
+		if p.format == "json" {
+			opts = protojson.MarshalOptions{Multiline: true, Indent: "  "}
+		}
 		for _, f := range flows {
 			b, err := opts.Marshal(f)
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(p.w, "%s\n", b); err != nil {
-				return err
-			}
-		}
-		return nil
-	case "jsonl":
-		for _, f := range flows {
-			b, err := protojson.Marshal(f)
 			if err != nil {
 				return err
 			}

@@ -17,14 +17,10 @@ import (
 // follow), filtered by 5-tuple like antctl get flowrecords: exact on every
 // field given.
 func recordsCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	cmd := newCommand("records", "print the flow records the gateway holds, filtered by 5-tuple")
+	cmd, conn, sc := streamCommand(kube, "records", "print the flow records the gateway holds, filtered by 5-tuple")
 	fs := cmd.Flags()
-	conn := connFlags{kube: kube}
-	var sc scopeFlags
 	var srcIP, dstIP, proto string
 	var srcPort, dstPort uint
-	conn.register(fs)
-	sc.register(fs, kube)
 	fs.StringVar(&srcIP, "srcip", "", "source IP address")
 	fs.StringVar(&dstIP, "dstip", "", "destination IP address")
 	fs.StringVar(&proto, "proto", "", "protocol number or name (tcp, udp, icmp, sctp)")

@@ -31,12 +31,8 @@ var topOrders = map[string]pb.TopOrderBy{
 // topCommand prints the top talkers of the flow history over a window,
 // summed by the gateway in its ClickHouse with the caller's RBAC scope.
 func topCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	cmd := newCommand("top", "the top talkers over a window (workload pairs, Services or Namespaces), summed by the gateway")
+	cmd, conn, sc := streamCommand(kube, "top", "the top talkers over a window (workload pairs, Services or Namespaces), summed by the gateway")
 	fs := cmd.Flags()
-	conn := connFlags{kube: kube}
-	var sc scopeFlags
-	conn.register(fs)
-	sc.register(fs, kube)
 	since := fs.String("since", "1h", "the window's start: a duration (1h, 7d) or an RFC 3339 time")
 	until := fs.String("until", "", "the window's end: a duration ago or an RFC 3339 time (default now)")
 	by := fs.String("by", "workload", "what a talker is: workload (to workload), service (workload to Service) or namespace (to Namespace)")

@@ -34,18 +34,14 @@ var uiFiles embed.FS
 // flow stream as the kubeconfig's user (the stream's RBAC applies as to
 // observe) and draws who talks to whom and the flows table, live.
 func uiCommand(kube *genericclioptions.ConfigFlags) *cobra.Command {
-	cmd := newCommand("ui", "serve a live web view (map and flows table) of the flow stream on this machine")
+	cmd, conn, sc := streamCommand(kube, "ui", "serve a live web view (map and flows table) of the flow stream on this machine")
 	fs := cmd.Flags()
-	conn := connFlags{kube: kube}
-	conn.register(fs)
 	listen := fs.String("listen", "127.0.0.1:8080", "address the page is served on: a loopback address (the page streams as you), unless --"+remotePlainHTTPFlag)
 	remote := fs.Bool(remotePlainHTTPFlag, false, "allow a non-loopback --listen: the page, its key and your flows then travel over plain HTTP, and whoever reads the key on the way streams as you")
 	group := fs.String("group", "workload", "what a node of the map is: workload (a Pod's owner, else the Pod) or pod")
-	var sc scopeFlags
-	sc.register(fs, kube)
 	since := fs.String("since", "", "the page starts with the flows that ended after this (a duration, 1h or 7d, or an RFC 3339 time; older than the gateway holds in memory is read from its flow history), then live ones; with -n or --cluster-wide it opens on that scope")
 	return runs(cmd, func(ctx context.Context, stdout, stderr io.Writer) error {
-		start, err := uiStart(sc, *since)
+		start, err := uiStart(*sc, *since)
 		if err != nil {
 			return err
 		}

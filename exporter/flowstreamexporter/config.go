@@ -43,11 +43,8 @@ type Config struct {
 // AuthConfig configures authentication and authorization against the
 // Kubernetes API.
 type AuthConfig struct {
-	// AuthType is how the exporter reaches the Kubernetes API: serviceAccount
-	// (in cluster, default) or kubeConfig.
-	AuthType string `mapstructure:"auth_type"`
-	// KubeConfig is the kubeconfig path for auth_type kubeConfig.
-	KubeConfig string `mapstructure:"kubeconfig"`
+	// Auth is how the exporter reaches the Kubernetes API.
+	k8sclient.Auth `mapstructure:",squash"`
 	// APIGroup is the API group of the virtual resources flows and
 	// flows/identity named in Roles.
 	APIGroup string `mapstructure:"api_group"`
@@ -86,7 +83,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("tls.client_ca_file: is not used (got %q); client certificates are verified against the cluster's client CA bundle, remove the setting", t.ClientCAFile))
 		}
 	}
-	if err := k8sclient.CheckAuth("kubernetes.", c.Kubernetes.AuthType, c.Kubernetes.KubeConfig); err != nil {
+	if err := c.Kubernetes.Auth.Check("kubernetes."); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Kubernetes.APIGroup == "" {

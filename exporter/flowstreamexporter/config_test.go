@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
+	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -38,7 +39,7 @@ func TestLoadConfig(t *testing.T) {
 			c.NetAddr.Endpoint = "0.0.0.0:15000"
 			c.MaxConcurrentStreams = 300
 			c.BufferSize = 100000
-			c.Kubernetes = AuthConfig{AuthType: "kubeConfig", KubeConfig: "/etc/flowtel/kubeconfig", APIGroup: "flows.example.com",
+			c.Kubernetes = AuthConfig{Auth: k8sclient.Auth{AuthType: "kubeConfig", KubeConfig: "/etc/flowtel/kubeconfig"}, APIGroup: "flows.example.com",
 				DecisionTTL: 2 * time.Minute, RecheckInterval: 10 * time.Second, MaxConcurrentTokenReviews: 2}
 			c.Limits = LimitsConfig{MaxStreams: 32, MaxStreamsPerClient: 4}
 		}), ""},

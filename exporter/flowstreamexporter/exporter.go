@@ -24,7 +24,6 @@ import (
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
-	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 // shutdownGrace is how long shutdown waits for streams to end by themselves.
@@ -51,7 +50,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*flowStreamExporter, error
 }
 
 func (e *flowStreamExporter) start(ctx context.Context, host component.Host) error {
-	client, err := k8sclient.New(e.cfg.Kubernetes.AuthType, e.cfg.Kubernetes.KubeConfig, "flowtel/"+metadata.Type.String())
+	client, err := e.cfg.Kubernetes.Client("flowtel/" + metadata.Type.String())
 	if err != nil {
 		return err
 	}

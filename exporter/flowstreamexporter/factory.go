@@ -45,7 +45,7 @@ func createDefaultConfig() component.Config {
 		ServerConfig: srv,
 		BufferSize:   defaultBufferSize,
 		Kubernetes: AuthConfig{
-			AuthType:                  k8sclient.AuthServiceAccount,
+			Auth:                      k8sclient.Auth{AuthType: k8sclient.AuthServiceAccount},
 			APIGroup:                  DefaultAPIGroup,
 			DecisionTTL:               defaultDecisionTTL,
 			RecheckInterval:           defaultRecheckInterval,

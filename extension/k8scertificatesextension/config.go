@@ -14,12 +14,8 @@ import (
 
 // Config names the Secrets the extension keeps and how long what is in them lasts.
 type Config struct {
-	// AuthType is how the extension reaches the API server: serviceAccount
-	// (in a Pod) or kubeConfig.
-	AuthType string `mapstructure:"auth_type"`
-	// KubeConfig is the kubeconfig file for auth_type kubeConfig (empty:
-	// $KUBECONFIG, then ~/.kube/config).
-	KubeConfig string `mapstructure:"kubeconfig"`
+	// Auth is how the extension reaches the API server.
+	k8sclient.Auth `mapstructure:",squash"`
 	// Namespace holds the Secrets (empty: the Pod's own namespace).
 	Namespace string `mapstructure:"namespace"`
 	// GatewayName is the gateway Service's name: the gateway's certificate is
@@ -86,7 +82,7 @@ func (c *Config) serviceName(service string) string {
 // Validate checks names and durations.
 func (c *Config) Validate() error {
 	var errs []error
-	if err := k8sclient.CheckAuth("", c.AuthType, c.KubeConfig); err != nil {
+	if err := c.Auth.Check(""); err != nil {
 		errs = append(errs, err)
 	}
 	for _, n := range []struct{ key, value string }{{"gateway_name", c.GatewayName}, {"node_name", c.NodeName}, {"flowstream_name", c.FlowStreamName}} {

@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/extension/k8scertificatesextension/internal/metadata"
-	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 // certificates checks the Secrets at start and every check_interval.
@@ -35,7 +34,7 @@ func (c *certificates) Start(ctx context.Context, _ component.Host) error {
 		return err
 	}
 	c.cfg.Namespace = ns
-	client, err := k8sclient.New(c.cfg.AuthType, c.cfg.KubeConfig, "flowtel-k8s-certificates")
+	client, err := c.cfg.Client("flowtel-k8s-certificates")
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func NewFactory() extension.Factory {
 // successor is published 180 days before expiry and signs from 90 days before.
 func createDefaultConfig() component.Config {
 	return &Config{
-		AuthType:       k8sclient.AuthServiceAccount,
+		Auth:           k8sclient.Auth{AuthType: k8sclient.AuthServiceAccount},
 		GatewayName:    "flowtel-gateway",
 		NodeName:       "flowtel-node",
 		FlowStreamName: "flowtel-flowstream",

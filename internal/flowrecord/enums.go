@@ -208,37 +208,30 @@ const (
 	protocolICMPv6 = 58
 )
 
+// protocols are the IANA protocol numbers that have an OTel
+// network.transport value, with it: one table, so that ProtocolName and
+// ProtocolNumber stay each other's inverse.
+var protocols = [...]struct {
+	number uint8
+	name   string
+}{{protocolICMP, "icmp"}, {6, "tcp"}, {17, "udp"}, {protocolICMPv6, "ipv6-icmp"}, {132, "sctp"}}
+
 // ProtocolName returns the OTel network.transport value for an IANA protocol number.
 func ProtocolName(p uint8) string {
-	switch p {
-	case 1:
-		return "icmp"
-	case 6:
-		return "tcp"
-	case 17:
-		return "udp"
-	case 58:
-		return "ipv6-icmp"
-	case 132:
-		return "sctp"
-	default:
-		return "unknown"
+	for _, pr := range protocols {
+		if pr.number == p {
+			return pr.name
+		}
 	}
+	return "unknown"
 }
 
 // ProtocolNumber is the inverse of ProtocolName; ok is false for "unknown" and unknown names.
 func ProtocolNumber(name string) (uint8, bool) {
-	switch name {
-	case "icmp":
-		return 1, true
-	case "tcp":
-		return 6, true
-	case "udp":
-		return 17, true
-	case "ipv6-icmp":
-		return 58, true
-	case "sctp":
-		return 132, true
+	for _, pr := range protocols {
+		if pr.name == name {
+			return pr.number, true
+		}
 	}
 	return 0, false
 }

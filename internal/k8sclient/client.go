@@ -18,6 +18,28 @@ const (
 	AuthKubeConfig     = "kubeConfig"
 )
 
+// Auth is how a component reaches the API server. A component's
+// configuration squashes it in (mapstructure:",squash"), so auth_type and
+// kubeconfig stand beside the component's own keys, as in the
+// collector-contrib Kubernetes components.
+type Auth struct {
+	// AuthType is serviceAccount (in cluster, default) or kubeConfig.
+	AuthType string `mapstructure:"auth_type"`
+	// KubeConfig is the kubeconfig path for auth_type kubeConfig (empty:
+	// $KUBECONFIG, then ~/.kube/config).
+	KubeConfig string `mapstructure:"kubeconfig"`
+}
+
+// Check validates the settings as CheckAuth does, the keys named after
+// prefix. (It is not a Validate method: the collector would call that on the
+// squashed settings as well as on the configuration that holds them.)
+func (a *Auth) Check(prefix string) error { return CheckAuth(prefix, a.AuthType, a.KubeConfig) }
+
+// Client builds the clientset as New does, naming userAgent to the API server.
+func (a *Auth) Client(userAgent string) (kubernetes.Interface, error) {
+	return New(a.AuthType, a.KubeConfig, userAgent)
+}
+
 // New builds a clientset: in-cluster service account credentials, or a
 // kubeconfig file (empty path: $KUBECONFIG, then ~/.kube/config).
 func New(authType, kubeconfig, userAgent string) (kubernetes.Interface, error) {

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
 	policyclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 	policyinformers "sigs.k8s.io/network-policy-api/pkg/client/informers/externalversions"
@@ -90,23 +91,21 @@ func (in *Informers) adminPolicyWirings() []wiring {
 	for _, res := range served {
 		switch res {
 		case AdminPolicyWatched[0]:
-			out = append(out, wiring{res, api.AdminNetworkPolicies().Informer(), stripClusterPolicy,
-				func(o any) {
-					a := o.(*v1alpha1.AdminNetworkPolicy)
-					ix.upsertPolicyAt(adminKey, &a.ObjectMeta, netpol.FromAdmin(a))
-				},
-				func(o any) { ix.deletePolicy(adminKey, string(o.(*v1alpha1.AdminNetworkPolicy).UID)) }})
+			out = append(out, clusterPolicyWiring(ix, res, api.AdminNetworkPolicies().Informer(), adminKey, netpol.FromAdmin))
 		case AdminPolicyWatched[1]:
-			out = append(out, wiring{res, api.BaselineAdminNetworkPolicies().Informer(), stripClusterPolicy,
-				func(o any) {
-					b := o.(*v1alpha1.BaselineAdminNetworkPolicy)
-					ix.upsertPolicyAt(baselineKey, &b.ObjectMeta, netpol.FromBaseline(b))
-				},
-				func(o any) { ix.deletePolicy(baselineKey, string(o.(*v1alpha1.BaselineAdminNetworkPolicy).UID)) }})
+			out = append(out, clusterPolicyWiring(ix, res, api.BaselineAdminNetworkPolicies().Informer(), baselineKey, netpol.FromBaseline))
 		}
 	}
 	in.watched = append(in.watched, served...)
 	return out
+}
+
+// clusterPolicyWiring wires the informer of one cluster-scoped policy kind:
+// its objects, converted by convert, are kept under key.
+func clusterPolicyWiring[P metav1.Object](ix *Index, res Resource, informer cache.SharedIndexInformer, key string, convert func(P) *netpol.Policy) wiring {
+	return wiring{res, informer, stripClusterPolicy,
+		func(o any) { p := o.(P); ix.upsertPolicyAt(key, p, convert(p)) },
+		func(o any) { ix.deletePolicy(key, string(o.(P).GetUID())) }}
 }
 
 // stripClusterPolicy drops managed fields, annotations and status.

@@ -43,12 +43,8 @@ func (o *sliceOwner) is(namespace, name, uid, node string) bool {
 // changes or goes.
 type endpointSlice struct{ listed []*sliceOwner }
 
-// stripEndpointSlice keeps, per endpoint, the addresses, the Pod reference and the Node.
-func stripEndpointSlice(obj any) (any, error) {
-	in, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return obj, nil
-	}
+// keepEndpointSlice keeps, per endpoint, the addresses, the Pod reference and the Node.
+func keepEndpointSlice(in *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 	out := &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace, UID: in.UID, ResourceVersion: in.ResourceVersion},
 		AddressType: in.AddressType,
@@ -63,7 +59,7 @@ func stripEndpointSlice(obj any) (any, error) {
 			NodeName:  e.NodeName,
 		})
 	}
-	return out, nil
+	return out
 }
 
 func (ix *Index) upsertEndpointSlice(in *discoveryv1.EndpointSlice) {
@@ -143,20 +139,7 @@ func (ix *Index) listLocked(addr netip.Addr, namespace, name, uid, node string, 
 // sliceOwnerAt is the Pod listed for addr at t (zero: now); when several
 // were (a stale slice), the one listed last.
 func (ix *Index) sliceOwnerAt(addr netip.Addr, t time.Time) *sliceOwner {
-	owners := ix.sliceOwners[addr]
-	if len(owners) == 0 {
-		return nil
-	}
-	if t.IsZero() {
-		t = ix.opts.Now()
-	}
-	var best *sliceOwner
-	for _, o := range owners {
-		if o.owns(t) && (best == nil || !o.since.Before(best.since)) {
-			best = o
-		}
-	}
-	return best
+	return ownerAt(ix, ix.sliceOwners[addr], t, func(o, best *sliceOwner) bool { return !o.since.Before(best.since) })
 }
 
 // purgeSliceOwnersLocked forgets owners no slice has listed since before cutoff.

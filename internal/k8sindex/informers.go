@@ -80,6 +80,19 @@ type wiring struct {
 	remove    func(any)
 }
 
+// stripper makes an informer transform of keep, which copies out of an
+// object what the Index reads; anything else the informer hands over (a
+// DeletedFinalStateUnknown tombstone) passes as it is.
+func stripper[T any](keep func(*T) *T) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		in, ok := obj.(*T)
+		if !ok {
+			return obj, nil
+		}
+		return keep(in), nil
+	}
+}
+
 // NewInformers wires client-go shared informers (with stripping transforms)
 // to ix. Nothing talks to the API server before Start but, with
 // Options.NetworkPolicies, the discovery of the AdminNetworkPolicy API.
@@ -95,10 +108,10 @@ func NewInformers(ix *Index, client kubernetes.Interface, logger *zap.Logger) (*
 		{Watched[1], in.factory.Core().V1().Nodes().Informer(), StripNode,
 			func(o any) { ix.upsertNode(o.(*corev1.Node)) },
 			func(o any) { ix.deleteNode(o.(*corev1.Node).Name) }},
-		{Watched[2], in.factory.Core().V1().Services().Informer(), stripService,
+		{Watched[2], in.factory.Core().V1().Services().Informer(), stripper(keepService),
 			func(o any) { ix.upsertService(o.(*corev1.Service)) },
 			func(o any) { ix.deleteService(string(o.(*corev1.Service).UID)) }},
-		{Watched[3], in.factory.Discovery().V1().EndpointSlices().Informer(), stripEndpointSlice,
+		{Watched[3], in.factory.Discovery().V1().EndpointSlices().Informer(), stripper(keepEndpointSlice),
 			func(o any) { ix.upsertEndpointSlice(o.(*discoveryv1.EndpointSlice)) },
 			func(o any) { s := o.(*discoveryv1.EndpointSlice); ix.deleteEndpointSlice(s.Namespace, s.Name) }},
 		{Watched[4], in.factory.Apps().V1().ReplicaSets().Informer(),

@@ -20,11 +20,9 @@ type node struct {
 // StripNode is an informer transform that keeps of a Node what flowtel
 // reads (name, UID, podCIDRs, InternalIP/ExternalIP addresses): a Node
 // object carries much more (images, conditions).
-func StripNode(obj any) (any, error) {
-	in, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
+var StripNode = stripper(keepNode)
+
+func keepNode(in *corev1.Node) *corev1.Node {
 	out := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: in.Name, UID: in.UID, ResourceVersion: in.ResourceVersion},
 		Spec:       corev1.NodeSpec{PodCIDR: in.Spec.PodCIDR, PodCIDRs: in.Spec.PodCIDRs},
@@ -34,7 +32,7 @@ func StripNode(obj any) (any, error) {
 			out.Status.Addresses = append(out.Status.Addresses, a)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // GatewayAddress is the first host address of a podCIDR: the address a

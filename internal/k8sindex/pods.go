@@ -119,17 +119,20 @@ func finishedAt(p *corev1.Pod) time.Time {
 }
 
 func podIPs(p *corev1.Pod) []netip.Addr {
-	var ips []netip.Addr
-	add := func(s string) {
-		if a, err := netip.ParseAddr(s); err == nil && !contains(ips, a.Unmap()) {
-			ips = append(ips, a.Unmap())
-		}
-	}
-	add(p.Status.PodIP)
+	ips := appendAddr(nil, p.Status.PodIP)
 	for _, ip := range p.Status.PodIPs {
-		add(ip.IP)
+		ips = appendAddr(ips, ip.IP)
 	}
 	return ips
+}
+
+// appendAddr appends the address s (unmapped) to addrs unless it is there
+// already or s is not an address (empty, or a headless Service's "None").
+func appendAddr(addrs []netip.Addr, s string) []netip.Addr {
+	if a, err := netip.ParseAddr(s); err == nil && !contains(addrs, a.Unmap()) {
+		return append(addrs, a.Unmap())
+	}
+	return addrs
 }
 
 // upsertPod records a Pod add or update.
@@ -274,17 +277,26 @@ func (ix *Index) Purge() {
 // podAt returns the Pod that owned addr at t (zero t: now). When several
 // did (an IP reused within the retention window), the latest-created wins.
 func (ix *Index) podAt(addr netip.Addr, t time.Time) *pod {
-	list := ix.podsByIP[addr]
-	if len(list) == 0 {
-		return nil
+	return ownerAt(ix, ix.podsByIP[addr], t, func(p, best *pod) bool { return p.created.After(best.created) })
+}
+
+// ownerAt is, of the owners of an address, the one that owned it at t (zero
+// t: now) and that, of those that did, replaces the best so far whenever
+// replaces says so; nil when none did.
+func ownerAt[O interface {
+	comparable
+	owns(time.Time) bool
+}](ix *Index, owners []O, t time.Time, replaces func(o, best O) bool) O {
+	var best, none O
+	if len(owners) == 0 {
+		return none
 	}
 	if t.IsZero() {
 		t = ix.opts.Now()
 	}
-	var best *pod
-	for _, p := range list {
-		if p.owns(t) && (best == nil || p.created.After(best.created)) {
-			best = p
+	for _, o := range owners {
+		if o.owns(t) && (best == none || replaces(o, best)) {
+			best = o
 		}
 	}
 	return best

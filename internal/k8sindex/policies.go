@@ -123,7 +123,7 @@ func (ix *Index) upsertPolicy(np *networkingv1.NetworkPolicy) {
 
 // upsertPolicyAt records p (converted from the object with meta) under key:
 // its Namespace, or adminKey / baselineKey.
-func (ix *Index) upsertPolicyAt(key string, meta *metav1.ObjectMeta, p *netpol.Policy) {
+func (ix *Index) upsertPolicyAt(key string, meta metav1.Object, p *netpol.Policy) {
 	now := ix.opts.Now()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -135,8 +135,8 @@ func (ix *Index) upsertPolicyAt(key string, meta *metav1.ObjectMeta, p *netpol.P
 	}
 	h := byUID[p.UID]
 	at := now
-	if h != nil && meta.Generation != 0 {
-		if cur, ok := h.at(now, false); ok && cur.generation == meta.Generation {
+	if h != nil && meta.GetGeneration() != 0 {
+		if cur, ok := h.at(now, false); ok && cur.generation == meta.GetGeneration() {
 			return // metadata changed, not the spec
 		}
 	}
@@ -145,11 +145,11 @@ func (ix *Index) upsertPolicyAt(key string, meta *metav1.ObjectMeta, p *netpol.P
 		byUID[p.UID] = h
 		// A policy applies from its creation (not from when this
 		// collector saw it, which may be its start).
-		if c := meta.CreationTimestamp.Time; !c.IsZero() && c.Before(now) {
+		if c := meta.GetCreationTimestamp().Time; !c.IsZero() && c.Before(now) {
 			at = c
 		}
 	}
-	h.set(policyVersion{p, meta.Generation}, at)
+	h.set(policyVersion{p, meta.GetGeneration()}, at)
 	ix.sortPoliciesLocked(key)
 }
 
@@ -378,7 +378,7 @@ func (in *Informers) policyWirings() []wiring {
 		{PolicyWatched[0], in.factory.Networking().V1().NetworkPolicies().Informer(), stripMeta,
 			func(o any) { ix.upsertPolicy(o.(*networkingv1.NetworkPolicy)) },
 			func(o any) { n := o.(*networkingv1.NetworkPolicy); ix.deletePolicy(n.Namespace, string(n.UID)) }},
-		{PolicyWatched[1], in.factory.Core().V1().Namespaces().Informer(), stripNamespace,
+		{PolicyWatched[1], in.factory.Core().V1().Namespaces().Informer(), stripper(keepNamespace),
 			func(o any) { ix.upsertNamespace(o.(*corev1.Namespace)) },
 			func(o any) { ix.deleteNamespace(o.(*corev1.Namespace).Name) }},
 	}...)
@@ -392,13 +392,9 @@ func stripMeta(obj any) (any, error) {
 	return obj, nil
 }
 
-// stripNamespace keeps a Namespace's name, UID and labels.
-func stripNamespace(obj any) (any, error) {
-	ns, ok := obj.(*corev1.Namespace)
-	if !ok {
-		return obj, nil
-	}
+// keepNamespace keeps a Namespace's name, UID and labels.
+func keepNamespace(ns *corev1.Namespace) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion, Labels: ns.Labels,
-	}}, nil
+	}}
 }

@@ -44,12 +44,8 @@ func ProtocolNumber(p corev1.Protocol) uint8 {
 	}
 }
 
-// stripService keeps the addresses, ports and port names.
-func stripService(obj any) (any, error) {
-	in, ok := obj.(*corev1.Service)
-	if !ok {
-		return obj, nil
-	}
+// keepService keeps the addresses, ports and port names.
+func keepService(in *corev1.Service) *corev1.Service {
 	out := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace, UID: in.UID, ResourceVersion: in.ResourceVersion},
 		Spec: corev1.ServiceSpec{
@@ -65,25 +61,19 @@ func stripService(obj any) (any, error) {
 			out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ing.IP})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func serviceAddrs(in *corev1.Service) []netip.Addr {
-	var out []netip.Addr
-	add := func(s string) {
-		if a, err := netip.ParseAddr(s); err == nil && !contains(out, a.Unmap()) {
-			out = append(out, a.Unmap())
-		}
-	}
-	add(in.Spec.ClusterIP) // "None" (headless) does not parse
+	out := appendAddr(nil, in.Spec.ClusterIP) // "None" (headless) does not parse
 	for _, s := range in.Spec.ClusterIPs {
-		add(s)
+		out = appendAddr(out, s)
 	}
 	for _, s := range in.Spec.ExternalIPs {
-		add(s)
+		out = appendAddr(out, s)
 	}
 	for _, ing := range in.Status.LoadBalancer.Ingress {
-		add(ing.IP)
+		out = appendAddr(out, ing.IP)
 	}
 	return out
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/flowtel/flowtel/internal/configcheck"
 	"github.com/flowtel/flowtel/internal/k8sclient"
 )
@@ -16,10 +14,7 @@ import (
 // still names connections. A configuration squashes it in, so its keys stand
 // beside the component's own.
 type Settings struct {
-	// AuthType is serviceAccount (in cluster, default) or kubeConfig.
-	AuthType string `mapstructure:"auth_type"`
-	// KubeConfig is the kubeconfig path for auth_type kubeConfig ("" = $KUBECONFIG, then ~/.kube/config).
-	KubeConfig string `mapstructure:"kubeconfig"`
+	k8sclient.Auth `mapstructure:",squash"`
 	// WaitForSync makes Start wait until every cache is filled (and the
 	// cluster UID read), and fail with an error naming the resource and verb
 	// when a list fails.
@@ -35,7 +30,7 @@ type Settings struct {
 // the caches, DefaultDeletedPodRetention.
 func DefaultSettings() Settings {
 	return Settings{
-		AuthType:            k8sclient.AuthServiceAccount,
+		Auth:                k8sclient.Auth{AuthType: k8sclient.AuthServiceAccount},
 		WaitForSync:         true,
 		WaitForSyncTimeout:  time.Minute,
 		DeletedPodRetention: DefaultDeletedPodRetention,
@@ -46,16 +41,11 @@ func DefaultSettings() Settings {
 // errs. (It is not a Validate method: the collector would call that on the
 // squashed settings as well as on the configuration that holds them.)
 func (s *Settings) Check(errs []error) []error {
-	if err := k8sclient.CheckAuth("", s.AuthType, s.KubeConfig); err != nil {
+	if err := s.Auth.Check(""); err != nil {
 		errs = append(errs, err)
 	}
 	if s.WaitForSync && s.WaitForSyncTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("wait_for_sync_timeout: must be positive when wait_for_sync is true (got %v); set a duration such as 1m, or wait_for_sync: false", s.WaitForSyncTimeout))
 	}
 	return configcheck.Positive(errs, "deleted_pod_retention", s.DeletedPodRetention, fmt.Sprintf("set a duration such as %v", DefaultDeletedPodRetention))
-}
-
-// Client builds the index's clientset, naming userAgent to the API server.
-func (s *Settings) Client(userAgent string) (kubernetes.Interface, error) {
-	return k8sclient.New(s.AuthType, s.KubeConfig, userAgent)
 }

@@ -17,11 +17,7 @@ func FromAdmin(anp *v1alpha1.AdminNetworkPolicy) *Policy {
 		p.IngressRules = append(p.IngressRules, clusterRule(r.Name, adminAction(r.Action), ingressPeers(r.From), r.Ports))
 	}
 	for _, r := range anp.Spec.Egress {
-		var peers []Peer
-		for _, pe := range r.To {
-			peers = appendPeer(peers, pe.Namespaces, pe.Pods, pe.Nodes, pe.Networks)
-		}
-		p.EgressRules = append(p.EgressRules, clusterRule(r.Name, adminAction(r.Action), peers, r.Ports))
+		p.EgressRules = append(p.EgressRules, clusterRule(r.Name, adminAction(r.Action), egressPeers(r.To), r.Ports))
 	}
 	return p
 }
@@ -33,11 +29,7 @@ func FromBaseline(banp *v1alpha1.BaselineAdminNetworkPolicy) *Policy {
 		p.IngressRules = append(p.IngressRules, clusterRule(r.Name, baselineAction(r.Action), ingressPeers(r.From), r.Ports))
 	}
 	for _, r := range banp.Spec.Egress {
-		var peers []Peer
-		for _, pe := range r.To {
-			peers = appendPeer(peers, pe.Namespaces, pe.Pods, pe.Nodes, pe.Networks)
-		}
-		p.EgressRules = append(p.EgressRules, clusterRule(r.Name, baselineAction(r.Action), peers, r.Ports))
+		p.EgressRules = append(p.EgressRules, clusterRule(r.Name, baselineAction(r.Action), egressPeers(r.To), r.Ports))
 	}
 	return p
 }
@@ -74,6 +66,22 @@ func ingressPeers(from []v1alpha1.AdminNetworkPolicyIngressPeer) []Peer {
 	var peers []Peer
 	for _, pe := range from {
 		peers = appendPeer(peers, pe.Namespaces, pe.Pods, nil, nil)
+	}
+	return peers
+}
+
+// egressPeers converts an egress rule's peers. ANP and BANP egress peers
+// have the same fields but are two types (the ANP's also has domainNames,
+// which match no address, as a peer with none of these set).
+func egressPeers[P v1alpha1.AdminNetworkPolicyEgressPeer | v1alpha1.BaselineAdminNetworkPolicyEgressPeer](to []P) []Peer {
+	var peers []Peer
+	for _, p := range to {
+		switch pe := any(p).(type) {
+		case v1alpha1.AdminNetworkPolicyEgressPeer:
+			peers = appendPeer(peers, pe.Namespaces, pe.Pods, pe.Nodes, pe.Networks)
+		case v1alpha1.BaselineAdminNetworkPolicyEgressPeer:
+			peers = appendPeer(peers, pe.Namespaces, pe.Pods, pe.Nodes, pe.Networks)
+		}
 	}
 	return peers
 }

@@ -4,8 +4,6 @@ package netpol
 // since the answer may depend on what the caller does not know (maybe).
 
 import (
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/flowtel/flowtel/internal/flowrecord"
 )
 
@@ -118,25 +116,12 @@ func peerMatches(c Cluster, conn *Connection, p *Policy, pe *Peer, peer *Endpoin
 		if peer.Namespace == "" {
 			return maybe
 		}
-		nsLabels, ok := c.NamespaceLabels(peer.Namespace, conn.Start)
-		if !ok {
-			ns = maybe
-		} else {
-			ns = boolTri(pe.Namespaces.Matches(labels.Set(nsLabels)))
-		}
+		ns = namespaceSelected(c, conn, pe.Namespaces, peer.Namespace)
 	}
 	if ns == no {
 		return no
 	}
-	pods := yes
-	if pe.Pods != nil && !pe.Pods.Empty() {
-		if !peer.known() {
-			pods = maybe
-		} else {
-			pods = boolTri(pe.Pods.Matches(labels.Set(peer.Labels)))
-		}
-	}
-	return and(ns, pods)
+	return and(ns, podSelected(pe.Pods, peer))
 }
 
 func boolTri(b bool) tri {

@@ -310,23 +310,33 @@ func clusterTier(c Cluster, conn *Connection, policies []*Policy, subject, peer 
 
 // selectsCluster is whether a cluster-scoped policy's subject is the Pod.
 func selectsCluster(c Cluster, conn *Connection, p *Policy, subject *Endpoint) tri {
-	ns := yes
-	if p.NamespaceSelector != nil && !p.NamespaceSelector.Empty() {
-		if l, ok := c.NamespaceLabels(subject.Namespace, conn.Start); !ok {
-			ns = maybe
-		} else {
-			ns = boolTri(p.NamespaceSelector.Matches(labels.Set(l)))
-		}
+	return and(namespaceSelected(c, conn, p.NamespaceSelector, subject.Namespace), podSelected(p.PodSelector, subject))
+}
+
+// namespaceSelected is whether sel selects the Namespace by its labels when
+// conn started: yes for a nil or empty selector, maybe when the labels are
+// not known.
+func namespaceSelected(c Cluster, conn *Connection, sel labels.Selector, namespace string) tri {
+	if sel == nil || sel.Empty() {
+		return yes
 	}
-	pods := yes
-	if p.PodSelector != nil && !p.PodSelector.Empty() {
-		if !subject.known() {
-			pods = maybe
-		} else {
-			pods = boolTri(p.PodSelector.Matches(labels.Set(subject.Labels)))
-		}
+	l, ok := c.NamespaceLabels(namespace, conn.Start)
+	if !ok {
+		return maybe
 	}
-	return and(ns, pods)
+	return boolTri(sel.Matches(labels.Set(l)))
+}
+
+// podSelected is whether sel selects e's Pod by its labels: yes for a nil or
+// empty selector, maybe when the labels are not known.
+func podSelected(sel labels.Selector, e *Endpoint) tri {
+	if sel == nil || sel.Empty() {
+		return yes
+	}
+	if !e.known() {
+		return maybe
+	}
+	return boolTri(sel.Matches(labels.Set(e.Labels)))
 }
 
 // namespaceTier is the NetworkPolicies' verdict.

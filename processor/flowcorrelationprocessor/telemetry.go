@@ -59,9 +59,13 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	return t, nil
 }
 
-func withReason(r string) metric.AddOption {
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
+// withAttribute labels a count with one attribute, as every count of the
+// processor is labelled (reason, kind or state).
+func withAttribute(key, value string) metric.AddOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String(key, value)))
 }
+
+func withReason(r string) metric.AddOption { return withAttribute("reason", r) }
 
 // Kinds of a late record.
 const (
@@ -72,10 +76,10 @@ const (
 )
 
 var (
-	lateDuplicate = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kindDuplicate)))
-	lateReordered = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kindReordered)))
-	lateReplaced  = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kindReplaced)))
-	lateReported  = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kindReported)))
+	lateDuplicate = withAttribute("kind", kindDuplicate)
+	lateReordered = withAttribute("kind", kindReordered)
+	lateReplaced  = withAttribute("kind", kindReplaced)
+	lateReported  = withAttribute("kind", kindReported)
 )
 
 // stateNone is the state of records that never went through correlation.
@@ -88,5 +92,5 @@ func stateOption(s flowrecord.CorrelationState) metric.AddOption {
 	if name == "" {
 		name = stateNone
 	}
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String("state", name)))
+	return withAttribute("state", name)
 }

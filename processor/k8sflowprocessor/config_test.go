@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/flowtel/flowtel/internal/configtest"
+	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -16,7 +17,7 @@ func TestLoadConfig(t *testing.T) {
 	t.Setenv(NodeNameEnv, "env-node")
 	node := func(name string) *Config {
 		return &Config{NodeName: name, Pods: PodsLocal,
-			Settings:       k8sindex.Settings{AuthType: "serviceAccount", WaitForSync: true, WaitForSyncTimeout: time.Minute, DeletedPodRetention: 5 * time.Minute},
+			Settings:       k8sindex.Settings{Auth: k8sclient.Auth{AuthType: "serviceAccount"}, WaitForSync: true, WaitForSyncTimeout: time.Minute, DeletedPodRetention: 5 * time.Minute},
 			HoldUnresolved: 5 * time.Second, HoldMaxRecords: 10000, NetworkPolicies: true, Encoding: EncodingAttributes}
 	}
 	named, slow, longHold, noHold, noPolicies, compact := node("node-a"), node("node-b"), node("node-a"), node("node-a"), node("node-a"), node("node-a")
@@ -28,7 +29,7 @@ func TestLoadConfig(t *testing.T) {
 	configtest.LoadConfig(t, NewFactory(), []configtest.Case{
 		{Name: "", Want: node("node-a")},
 		{Name: "gateway", Want: &Config{NodeName: "env-node", Pods: PodsAll, PodLabels: true,
-			Settings:       k8sindex.Settings{AuthType: "kubeConfig", KubeConfig: "/etc/flowtel/kubeconfig", WaitForSyncTimeout: time.Minute, DeletedPodRetention: 2 * time.Minute},
+			Settings:       k8sindex.Settings{Auth: k8sclient.Auth{AuthType: "kubeConfig", KubeConfig: "/etc/flowtel/kubeconfig"}, WaitForSyncTimeout: time.Minute, DeletedPodRetention: 2 * time.Minute},
 			HoldUnresolved: 5 * time.Second, HoldMaxRecords: 10000, NetworkPolicies: true, Encoding: EncodingAttributes}},
 		{Name: "named_cluster", Want: named},
 		{Name: "slow_api", Want: slow},

@@ -12,11 +12,8 @@ import (
 
 // Config is the node_identity processor's configuration.
 type Config struct {
-	// AuthType is how the processor reaches the Kubernetes API for
-	// TokenReviews: serviceAccount (in cluster, default) or kubeConfig.
-	AuthType string `mapstructure:"auth_type"`
-	// KubeConfig is the kubeconfig path for auth_type kubeConfig.
-	KubeConfig string `mapstructure:"kubeconfig"`
+	// Auth is how the processor reaches the Kubernetes API for TokenReviews.
+	k8sclient.Auth `mapstructure:",squash"`
 	// Audience is the audience the node collectors' projected tokens are
 	// issued for (the volume's serviceAccountToken.audience); a token for
 	// another audience, such as the API server's, is refused.
@@ -42,7 +39,7 @@ const (
 
 func createDefaultConfig() *Config {
 	return &Config{
-		AuthType:        k8sclient.AuthServiceAccount,
+		Auth:            k8sclient.Auth{AuthType: k8sclient.AuthServiceAccount},
 		Audience:        defaultAudience,
 		CacheTTL:        defaultCacheTTL,
 		MaxCachedTokens: defaultMaxCachedTokens,
@@ -53,7 +50,7 @@ func createDefaultConfig() *Config {
 // wrong and how to fix it.
 func (c *Config) Validate() error {
 	var errs []error
-	if err := k8sclient.CheckAuth("", c.AuthType, c.KubeConfig); err != nil {
+	if err := c.Auth.Check(""); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Audience == "" {

@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/flowtel/flowtel/internal/configtest"
+	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
 func TestLoadConfig(t *testing.T) {
 	configtest.LoadConfig(t, NewFactory(), []configtest.Case{
 		{Name: "", Want: createDefaultConfig()},
-		{Name: "set", Want: &Config{AuthType: "kubeConfig", KubeConfig: "/etc/flowtel/kubeconfig", Audience: "flowtel",
+		{Name: "set", Want: &Config{Auth: k8sclient.Auth{AuthType: "kubeConfig", KubeConfig: "/etc/flowtel/kubeconfig"}, Audience: "flowtel",
 			ServiceAccounts: []string{"flowtel/flowtel-node"}, CacheTTL: 30 * time.Second, MaxCachedTokens: 100}},
 		{Name: "bad", Err: `auth_type: unknown (got "token"); set serviceAccount (in a Pod) or kubeConfig` + "\n" +
 			"audience: must not be empty; set the audience of the node collectors' projected token, such as flowtel-gateway\n" +

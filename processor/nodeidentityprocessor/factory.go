@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	_ "github.com/flowtel/flowtel/internal/grpcgzip" // gRPC's gzip at half the CPU (D14)
-	"github.com/flowtel/flowtel/internal/k8sclient"
 	"github.com/flowtel/flowtel/processor/nodeidentityprocessor/internal/metadata"
 )
 
@@ -18,7 +17,7 @@ import (
 type clientFunc func(*Config) (kubernetes.Interface, error)
 
 func newClient(cfg *Config) (kubernetes.Interface, error) {
-	return k8sclient.New(cfg.AuthType, cfg.KubeConfig, "flowtel-node_identity")
+	return cfg.Client("flowtel-node_identity")
 }
 
 // NewFactory returns the node_identity processor factory.
