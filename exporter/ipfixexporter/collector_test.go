@@ -51,15 +51,12 @@ func waitRecords(t *testing.T, col *ipfixcollector.Collector, n int) []ipfixcoll
 }
 
 // TestDefaultQueueToCollector: the exporter as the collector builds it, with
-// the default sending queue (batching, several consumers encoding in
-// parallel), delivers every record exactly once to the go-ipfix collector.
+// the default sending queue (several consumers encoding in parallel), delivers
+// every record exactly once to the go-ipfix collector.
 func TestDefaultQueueToCollector(t *testing.T) {
 	col := startCollector(t, TransportTCP, nil)
 	cfg := createDefaultConfig().(*Config)
 	cfg.Endpoint = col.Endpoint()
-	q := cfg.QueueConfig.Get()
-	q.Batch.Get().FlushTimeout = 100 * time.Millisecond
-	q.Batch.Get().MinSize = 200
 	ctx := context.Background()
 	exp, err := newLogsExporter(ctx, exportertest.NewNopSettings(metadata.Type), cfg, nsDialer(col.Netns()))
 	if err != nil {

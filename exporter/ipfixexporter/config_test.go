@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/flowtel/flowtel/internal/configtest"
 )
@@ -26,6 +28,14 @@ func TestLoadConfig(t *testing.T) {
 			c.IncludeK8sUIDs, c.ObservationDomainID, c.ClusterID = true, &domain, "prod-eu"
 			c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile = "/etc/ipfix/ca.crt", "/etc/ipfix/tls.crt", "/etc/ipfix/tls.key"
 			c.TLS.MinVersion = "1.3"
+		})},
+		// The batcher is off by default (factory.go says why); a batch block
+		// turns it on, over its defaults.
+		{Name: "batched", Want: configtest.Defaults(f, func(c *Config) {
+			c.Endpoint = "collector.example:4739"
+			c.QueueConfig.Get().Batch = configoptional.Some(exporterhelper.BatchConfig{
+				FlushTimeout: 200 * time.Millisecond, Sizer: exporterhelper.RequestSizerTypeItems, MinSize: 1000,
+			})
 		})},
 		{Name: "json", Want: configtest.Defaults(f, func(c *Config) {
 			c.Endpoint, c.Format, c.ClusterUUID = "127.0.0.1:5140", FormatJSON, "1f2e3d4c-5b6a-4978-8695-a4b3c2d1e0f9"

@@ -19,8 +19,8 @@ func TestFactory(t *testing.T) {
 	if err := componenttest.CheckConfigStruct(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.QueueConfig.HasValue() || cfg.QueueConfig.Get().Batch.Get() == nil {
-		t.Fatal("the default sending queue must batch records")
+	if !cfg.QueueConfig.HasValue() || !cfg.QueueConfig.Get().BlockOnOverflow {
+		t.Fatal("the default sending queue must block when full")
 	}
 	if cfg.Transport != TransportTCP || cfg.RecordLayout != "aggregate" || !cfg.IncludeK8sNames || cfg.IncludeK8sUIDs ||
 		cfg.Format != FormatIPFIX || cfg.messageSize() != 65535 || cfg.ObservationDomainID != nil {
@@ -30,6 +30,12 @@ func TestFactory(t *testing.T) {
 	exp, err := f.CreateLogs(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A fan-out copies every batch for a consumer that mutates what it
+	// consumes when another consumer reads the same batch (signal_to_metrics
+	// beside the exporter, in the gateway): the default must not.
+	if exp.Capabilities().MutatesData {
+		t.Error("with its defaults the exporter declares that it mutates the logs it consumes (exporterhelper's batcher is on)")
 	}
 	if err := exp.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)

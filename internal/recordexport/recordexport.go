@@ -29,6 +29,12 @@ type Sending struct {
 // consumers, batching records until a batch holds minRecords or is flush old
 // (and, with maxRecords above 0, splitting batches above maxRecords).
 //
+// The batcher merges requests in place, so an exporter with it declares that
+// it mutates what it consumes, and a pipeline's fan-out then copies every
+// batch for it when another consumer (signal_to_metrics) reads the same batch;
+// an exporter whose requests come batched already can leave it off until
+// configured (the ipfix exporter does).
+//
 // It counts records, not requests, and blocks when full rather than refusing:
 // behind flow_correlation a refused batch is retried through the pipeline's
 // fan-out, so every other exporter of the pipeline would get it twice.

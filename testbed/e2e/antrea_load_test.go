@@ -180,6 +180,9 @@ func benchmarkGatewayAntreaAgents(b *testing.B, export agentExport) {
 	b.ReportMetric(elapsed.Seconds(), "s-first-send-to-last-out")
 	b.ReportMetric(agentRecordsIn/elapsed.Seconds(), "records-in/s")
 	b.ReportMetric(float64(sink.records.Load()), "records-out")
+	if m := sink.dataMessages.Load(); m > 0 {
+		b.ReportMetric(float64(sink.records.Load())/float64(m), "records/ipfix-message-out")
+	}
 	b.ReportMetric(100*gwCPU.Seconds()/elapsed.Seconds(), "gateway-cpu-%/core")
 	b.ReportMetric(100*self.Seconds()/elapsed.Seconds(), "agents+sink-cpu-%/core")
 

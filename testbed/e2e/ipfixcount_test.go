@@ -31,6 +31,7 @@ import (
 type ipfixCounter struct {
 	ln                    net.Listener
 	records, intra, inter atomic.Int64
+	dataMessages          atomic.Int64 // messages that carried records
 	notPaired, otherType  atomic.Int64
 	last                  atomic.Int64 // unix nanoseconds of the last message with records
 	roles                 map[ieID]int
@@ -138,6 +139,7 @@ func (c *ipfixCounter) read(r *bufio.Reader) error {
 		}
 		if got > 0 {
 			c.records.Add(int64(got))
+			c.dataMessages.Add(1)
 			c.last.Store(time.Now().UnixNano())
 		}
 	}
