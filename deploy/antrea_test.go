@@ -240,6 +240,11 @@ func checkAntreaConfig(t *testing.T, files ...string) {
 	if got := at(cfg, "receivers", "antrea_flows", "ipfix", "insecure_udp"); got != nil {
 		t.Errorf("antrea_flows ipfix.insecure_udp %v, want unset", got)
 	}
+	// flowtel's compact form, as the node collectors' records arrive: only
+	// flowtel's processors read them before flow_correlation (D13, issue 44).
+	if got := at(cfg, "receivers", "antrea_flows", "encoding"); got != "compact" {
+		t.Errorf("antrea_flows encoding %v, want compact", got)
+	}
 	// The Nodes, so that a Node's own addresses are Node endpoints (D1, issue 41.4).
 	if got := at(cfg, "receivers", "antrea_flows", "kubernetes", "auth_type"); got != "serviceAccount" {
 		t.Errorf("antrea_flows kubernetes.auth_type %v, want serviceAccount", got)

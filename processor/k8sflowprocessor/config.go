@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowtel/flowtel/internal/flowrecord/recordform"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 )
 
@@ -24,11 +25,11 @@ const (
 const (
 	// EncodingAttributes is the public schema (docs/flow-schema.md): one
 	// attribute a field, what any pipeline and exporter can read.
-	EncodingAttributes = "attributes"
+	EncodingAttributes = recordform.Attributes
 	// EncodingCompact is flowtel's own hop to its gateways: flow.key and the
 	// record as bytes in the Body (flowtel.record.encoding compact/1), which
 	// only flowtel's components read.
-	EncodingCompact = "compact"
+	EncodingCompact = recordform.Compact
 )
 
 // NodeNameEnv is the environment variable node_name defaults to (set it from
@@ -96,7 +97,7 @@ func (c *Config) Validate() error {
 	if c.HoldUnresolved > 0 && c.HoldMaxRecords <= 0 {
 		errs = append(errs, fmt.Errorf("hold_max_records: must be positive when hold_unresolved is set (got %d); set a number such as %d, or hold_unresolved: 0", c.HoldMaxRecords, DefaultHoldMaxRecords))
 	}
-	if c.Encoding != EncodingAttributes && c.Encoding != EncodingCompact {
+	if _, ok := recordform.Encoder(c.Encoding); !ok {
 		errs = append(errs, fmt.Errorf("encoding: unknown (got %q); set %s (the public schema, default) or %s (only to flowtel gateways)", c.Encoding, EncodingAttributes, EncodingCompact))
 	}
 	return errors.Join(errs...)

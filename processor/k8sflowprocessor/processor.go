@@ -15,7 +15,7 @@ import (
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
-	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/recordform"
 	"github.com/flowtel/flowtel/internal/k8sindex"
 	"github.com/flowtel/flowtel/processor/k8sflowprocessor/internal/metadata"
 )
@@ -56,10 +56,8 @@ func newProcessor(set processor.Settings, cfg *Config, client clientFunc, now fu
 	if err != nil {
 		return nil, err
 	}
-	p := &k8sFlowProcessor{cfg: cfg, logger: set.Logger, ix: ix, client: client, tel: tel, encode: attrcodec.Encode}
-	if cfg.Encoding == EncodingCompact {
-		p.encode = compactcodec.Encode
-	}
+	encode, _ := recordform.Encoder(cfg.Encoding) // Validate checked the name
+	p := &k8sFlowProcessor{cfg: cfg, logger: set.Logger, ix: ix, client: client, tel: tel, encode: encode}
 	if cfg.HoldUnresolved > 0 {
 		p.hold = &holdBuffer{max: cfg.HoldMaxRecords, wait: cfg.HoldUnresolved}
 	}

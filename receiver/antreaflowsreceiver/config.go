@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flowtel/flowtel/internal/configcheck"
+	"github.com/flowtel/flowtel/internal/flowrecord/recordform"
 	"github.com/flowtel/flowtel/internal/k8sclient"
 )
 
@@ -38,6 +39,13 @@ type Config struct {
 	// own Pods, which Antrea's agents label inter-Node or to-external
 	// (Antrea issue #8260), is intra-Node and awaits no other half.
 	Kubernetes configoptional.Optional[KubernetesConfig] `mapstructure:"kubernetes"`
+	// Encoding is the form the records are handed on in (decision D13):
+	// attributes (default, the public schema) or compact, flowtel's own
+	// form, for a pipeline whose processors and consumers are flowtel's
+	// (node_identity, flow_correlation), as in the shipped gateway where
+	// the node collectors' records arrive compact: it saves encoding every
+	// attribute here and decoding them again in flow_correlation.
+	Encoding string `mapstructure:"encoding"`
 
 	// kubeClient replaces the client Kubernetes would build (tests).
 	kubeClient kubernetes.Interface
@@ -112,7 +120,8 @@ func createDefaultConfig() *Config {
 		IPFIX: IPFIXConfig{Endpoint: ":4739", Transports: []string{transportTCP, transportUDP},
 			TemplateTTL: 30 * time.Minute, MaxUDPExporters: 10_000, UDPExporterIdle: time.Minute, UDPQueueSize: 1024,
 			MaxTemplatesPerSession: 64, MaxTemplates: 20_000},
-		GRPC: GRPCConfig{Endpoint: ":14739", MaxRecvMsgSize: 4 << 20},
+		GRPC:     GRPCConfig{Endpoint: ":14739", MaxRecvMsgSize: 4 << 20},
+		Encoding: recordform.Attributes,
 	}
 }
 
@@ -152,6 +161,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("grpc.endpoint: not host:port (got %q); use an address such as :14739", c.GRPC.Endpoint))
 		}
 		errs = configcheck.Positive(errs, "grpc.max_recv_msg_size", c.GRPC.MaxRecvMsgSize, "set a size in bytes such as 4194304")
+	}
+	if _, ok := recordform.Encoder(c.Encoding); !ok {
+		errs = append(errs, fmt.Errorf("encoding: unknown (got %q); set %s (the public schema, default) or %s (only when flowtel's own processors read the records: node_identity, flow_correlation)", c.Encoding, recordform.Attributes, recordform.Compact))
 	}
 	if c.Kubernetes.HasValue() {
 		k := c.Kubernetes.Get()

@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
-	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/internal/flowrecord/catalogue"
 )
 
@@ -205,11 +204,12 @@ type batch struct {
 	nodes      *nodeAddrs
 	scope      string
 	version    string
+	encode     func(*flowrecord.Record, plog.LogRecord) // the configured form
 	n          int
 }
 
-func newBatch(clusterUID, scope, version string, nodes *nodeAddrs) *batch {
-	return &batch{clusterUID: clusterUID, scope: scope, version: version, nodes: nodes}
+func newBatch(clusterUID, scope, version string, nodes *nodeAddrs, encode func(*flowrecord.Record, plog.LogRecord)) *batch {
+	return &batch{clusterUID: clusterUID, scope: scope, version: version, nodes: nodes, encode: encode}
 }
 
 // add turns a into its half (in place) and appends it, or returns why it
@@ -238,7 +238,7 @@ func (b *batch) add(a *agentRecord, now time.Time) *refusal {
 		lrs = sl.LogRecords()
 		b.byNode[node] = lrs
 	}
-	attrcodec.Encode(&a.Record, lrs.AppendEmpty())
+	b.encode(&a.Record, lrs.AppendEmpty())
 	b.n++
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/flowtel/flowtel/internal/flowrecord/recordform"
 	"github.com/flowtel/flowtel/internal/senderauth"
 	"github.com/flowtel/flowtel/receiver/antreaflowsreceiver/internal/metadata"
 )
@@ -120,7 +121,8 @@ func (r *antreaReceiver) Shutdown(context.Context) error {
 }
 
 func (r *antreaReceiver) newBatch() *batch {
-	return newBatch(r.cfg.ClusterUID, metadata.ScopeName, r.set.BuildInfo.Version, r.nodes)
+	encode, _ := recordform.Encoder(r.cfg.Encoding) // Validate checked the name
+	return newBatch(r.cfg.ClusterUID, metadata.ScopeName, r.set.BuildInfo.Version, r.nodes, encode)
 }
 
 // collect turns decoded records into halves in b, counting what it receives

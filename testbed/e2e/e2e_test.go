@@ -416,8 +416,9 @@ func gatewayOverlay(otlpPort int, sinks gatewaySinks) string {
 	if sinks.antreaIPFIX != "" {
 		receivers = "[otlp, antrea_flows]"
 		// As shipped: IPFIX over TLS, each agent's client certificate
-		// required (the bed's agents present the node certificate).
-		antrea = fmt.Sprintf("  antrea_flows: {ipfix: {endpoint: %q, transports: [tcp]}, grpc: {endpoint: \"\"},\n"+
+		// required (the bed's agents present the node certificate), and
+		// the records handed on in the compact form.
+		antrea = fmt.Sprintf("  antrea_flows: {ipfix: {endpoint: %q, transports: [tcp]}, grpc: {endpoint: \"\"}, encoding: compact,\n"+
 			"    tls: {cert_file: \"${env:FLOWTEL_TLS_CERT_FILE}\", key_file: \"${env:FLOWTEL_TLS_KEY_FILE}\", client_ca_file: \"${env:FLOWTEL_TLS_CLIENT_CA_FILE}\"}}\n", sinks.antreaIPFIX)
 	}
 	return fmt.Sprintf(`

@@ -191,13 +191,16 @@ TLS, flow_correlation and the enabled sinks in the logs pipeline.
 {{- with .Values.antreaAgents }}{{ if .enabled }}
 {{- /* Unmodified Antrea agents export into the one logs pipeline, so their
        halves pair with each other and the node collectors' (receiver/antreaflowsreceiver).
-       IPFIX over TLS only: no UDP beside TLS (it is neither encrypted nor authenticated). */ -}}
+       IPFIX over TLS only: no UDP beside TLS (it is neither encrypted nor authenticated).
+       The compact form (decision D13), as the node collectors' records arrive: only
+       flowtel's processors read them before flow_correlation. */ -}}
 {{- $_ := set $cfg.receivers "antrea_flows" (dict
       "ipfix" (dict "endpoint" "0.0.0.0:4739" "transports" (list "tcp"))
       "grpc" (dict "endpoint" "0.0.0.0:14739")
       "tls" (dict "cert_file" "/etc/flowtel/antrea/tls.crt" "key_file" "/etc/flowtel/antrea/tls.key"
                   "client_ca_file" "/etc/flowtel/antrea/ca.crt" "reload_interval" "1m" "client_ca_file_reload" true)
-      "kubernetes" (dict "auth_type" "serviceAccount")) -}}
+      "kubernetes" (dict "auth_type" "serviceAccount")
+      "encoding" "compact") -}}
 {{- $_ := set $cfg.service.pipelines.logs "receivers" (append $cfg.service.pipelines.logs.receivers "antrea_flows") -}}
 {{- end }}{{ end }}
 {{- toYaml (mustMergeOverwrite $cfg (deepCopy .Values.gateway.config)) }}

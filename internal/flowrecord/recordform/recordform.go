@@ -1,0 +1,35 @@
+// Package recordform names the two forms in which flowtel's components can
+// hand flow records on (architecture decision D13) and gives the encoder of
+// each, for the components whose configuration chooses one (k8s_flow,
+// antrea_flows).
+package recordform // import "github.com/flowtel/flowtel/internal/flowrecord/recordform"
+
+import (
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/flowrecord/compactcodec"
+)
+
+const (
+	// Attributes is the public schema (docs/flow-schema.md): one attribute
+	// a field, what any pipeline and exporter can read.
+	Attributes = "attributes"
+	// Compact is flowtel's own form: flow.key and the record as bytes in
+	// the Body (flowtel.record.encoding compact/1), which only flowtel's
+	// components read.
+	Compact = "compact"
+)
+
+// Encoder is the encoder of the form named; false for a name that is
+// neither form.
+func Encoder(name string) (func(*flowrecord.Record, plog.LogRecord), bool) {
+	switch name {
+	case Attributes:
+		return attrcodec.Encode, true
+	case Compact:
+		return compactcodec.Encode, true
+	}
+	return nil, false
+}
