@@ -93,11 +93,7 @@ type agentExport func(b *testing.B, certs string, ipfixAddr, grpcAddr string) []
 
 func benchmarkGatewayAntreaAgents(b *testing.B, export agentExport) {
 	b.StopTimer()
-	gatewayBin, err := collector.Binary(repoRoot, "flowtel-gateway")
-	if bin := os.Getenv("FLOWTEL_BENCH_GATEWAY"); bin != "" {
-		gatewayBin, err = bin, nil
-	}
-	require.NoError(b, err)
+	gatewayBin := benchGatewayBinary(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 

@@ -53,6 +53,8 @@ import (
 // interleaved run (-count 2). The shipped node configuration is compact + zstd.
 // The gateways run with the Go runtime settings of the shipped gateway
 // container (GOGC, GOMEMLIMIT: deploy/kubernetes/base/gateway).
+// FLOWTEL_BENCH_GATEWAY and FLOWTEL_BENCH_PERF are as for
+// BenchmarkGatewayAntreaAgents (the profile is of the first replica).
 func BenchmarkGateway(b *testing.B) {
 	const conns = 200_000
 	for _, sh := range loadShapes {
@@ -101,8 +103,7 @@ const loadBatch = 1000
 func benchmarkGateway(b *testing.B, sh loadShape, conns int) {
 	replicas := sh.replicas
 	b.StopTimer()
-	gatewayBin, err := collector.Binary(repoRoot, "flowtel-gateway")
-	require.NoError(b, err)
+	gatewayBin := benchGatewayBinary(b)
 	frontBin, err := collector.Binary(repoRoot, "flowtel")
 	require.NoError(b, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -136,6 +137,7 @@ func benchmarkGateway(b *testing.B, sh loadShape, conns int) {
 	peak := watchRSS(gateways)
 	cpuBefore := cpuTimes(b, append(gateways, front))
 	selfBefore := selfCPU()
+	stopProfile := profileProcess(b, gateways[0])
 	b.StartTimer()
 	start := time.Now()
 	send(b, ctx, client, requests)
@@ -146,6 +148,7 @@ func benchmarkGateway(b *testing.B, sh loadShape, conns int) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	cpuAfter := cpuTimes(b, append(gateways, front))
+	stopProfile()
 	self := selfCPU() - selfBefore
 	rss := peak.stop()
 

@@ -39,3 +39,15 @@ func profileProcess(b *testing.B, p *collector.Process) (stop func()) {
 		}
 	}
 }
+
+// benchGatewayBinary is the gateway a load run starts: the one make build
+// made, or for a before/after comparison the binary FLOWTEL_BENCH_GATEWAY
+// names.
+func benchGatewayBinary(b *testing.B) string {
+	if bin := os.Getenv("FLOWTEL_BENCH_GATEWAY"); bin != "" {
+		return bin
+	}
+	bin, err := collector.Binary(repoRoot, "flowtel-gateway")
+	require.NoError(b, err)
+	return bin
+}
