@@ -97,8 +97,8 @@ func (c *Config) Validate() error {
 	if c.HoldUnresolved > 0 && c.HoldMaxRecords <= 0 {
 		errs = append(errs, fmt.Errorf("hold_max_records: must be positive when hold_unresolved is set (got %d); set a number such as %d, or hold_unresolved: 0", c.HoldMaxRecords, DefaultHoldMaxRecords))
 	}
-	if _, ok := recordform.Encoder(c.Encoding); !ok {
-		errs = append(errs, fmt.Errorf("encoding: unknown (got %q); set %s (the public schema, default) or %s (only to flowtel gateways)", c.Encoding, EncodingAttributes, EncodingCompact))
+	if err := recordform.Check(c.Encoding, "flowtel gateways"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -44,7 +44,7 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "bad_retention", Err: "deleted_pod_retention: must be positive (got 0s); set a duration such as 5m0s"},
 		{Name: "bad_hold", Err: "hold_unresolved: must not be negative (got -1s); set a duration such as 5s, or 0 to export unresolved records at once"},
 		{Name: "bad_hold_max", Err: "hold_max_records: must be positive when hold_unresolved is set (got 0); set a number such as 10000, or hold_unresolved: 0"},
-		{Name: "bad_encoding", Err: `encoding: unknown (got "protobuf"); set attributes (the public schema, default) or compact (only to flowtel gateways)`},
+		{Name: "bad_encoding", Err: `encoding: unknown (got "protobuf"); set attributes (the public schema, default) or compact (only when the records go to flowtel gateways alone)`},
 		{Name: "bad_timeout", Err: "wait_for_sync_timeout: must be positive when wait_for_sync is true (got 0s); set a duration such as 1m, or wait_for_sync: false"},
 	})
 }

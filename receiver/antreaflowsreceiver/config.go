@@ -162,8 +162,8 @@ func (c *Config) Validate() error {
 		}
 		errs = configcheck.Positive(errs, "grpc.max_recv_msg_size", c.GRPC.MaxRecvMsgSize, "set a size in bytes such as 4194304")
 	}
-	if _, ok := recordform.Encoder(c.Encoding); !ok {
-		errs = append(errs, fmt.Errorf("encoding: unknown (got %q); set %s (the public schema, default) or %s (only when flowtel's own processors read the records: node_identity, flow_correlation)", c.Encoding, recordform.Attributes, recordform.Compact))
+	if err := recordform.Check(c.Encoding, "flowtel's node_identity and flow_correlation"); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Kubernetes.HasValue() {
 		k := c.Kubernetes.Get()

@@ -48,7 +48,7 @@ func TestLoadConfig(t *testing.T) {
 			`grpc.endpoint: not host:port (got "localhost"); use an address such as :14739` + "\n" +
 			"grpc.max_recv_msg_size: must be positive (got 0); set a size in bytes such as 4194304"},
 		{Name: "compact", Want: defaults(func(c *Config) { c.Encoding = "compact" })},
-		{Name: "bad_encoding", Err: `encoding: unknown (got "protobuf"); set attributes (the public schema, default) or compact (only when flowtel's own processors read the records: node_identity, flow_correlation)`},
+		{Name: "bad_encoding", Err: `encoding: unknown (got "protobuf"); set attributes (the public schema, default) or compact (only when the records go to flowtel's node_identity and flow_correlation alone)`},
 		// configtls checks its own block.
 		{Name: "bad_tls", Err: "tls: TLS configuration must include both certificate and key for server connections"},
 	})

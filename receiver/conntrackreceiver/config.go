@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/recordform"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/profile"
 )
 
@@ -73,6 +74,12 @@ type Config struct {
 	// netfilter rules log the packets they drop or reject, and reports them
 	// as denied connections (see the README's "Denied connections").
 	Denied configoptional.Optional[DeniedConfig] `mapstructure:"denied"`
+	// Encoding is the form the records are handed on in (decision D13):
+	// attributes (default, the public schema) or compact, flowtel's own
+	// form, when flowtel's k8s_flow alone reads them, as in the shipped node
+	// configuration: it saves encoding every attribute here and decoding
+	// them again in k8s_flow.
+	Encoding string `mapstructure:"encoding"`
 
 	_ struct{}
 }
@@ -140,6 +147,7 @@ func createDefaultConfig() *Config {
 		MaxConnections:   defaultMaxConns,
 		NodeName:         os.Getenv(nodeNameEnv),
 		Denied:           configoptional.Default(defaultDeniedConfig()),
+		Encoding:         recordform.Attributes,
 	}
 }
 
@@ -202,6 +210,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Denied.HasValue() {
 		errs = append(errs, c.Denied.Get().check()...)
+	}
+	if err := recordform.Check(c.Encoding, "flowtel's k8s_flow"); err != nil {
+		errs = append(errs, err)
 	}
 	if c.NetNS != "" && !strings.HasPrefix(c.NetNS, "/") {
 		errs = append(errs, fmt.Errorf("netns: must be an absolute path (got %q); use a path such as /var/run/netns/<name> or /proc/<pid>/ns/net, or leave it empty for the collector's own namespace", c.NetNS))

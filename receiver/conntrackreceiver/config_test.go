@@ -16,7 +16,7 @@ func TestLoadConfig(t *testing.T) {
 	defaults := func(mut func(*Config)) *Config {
 		c := &Config{PollInterval: 5 * time.Second, ActiveTimeout: 5 * time.Second, IdleTimeout: 15 * time.Second,
 			Profile: "generic", Events: true, EnableAccounting: true, SysctlPath: "/proc/sys/net", MaxQueuedEvents: 100_000, MaxConnections: 1_000_000, NodeName: "from-env",
-			Denied: configoptional.Default(defaultDeniedConfig())}
+			Denied: configoptional.Default(defaultDeniedConfig()), Encoding: "attributes"}
 		mut(c)
 		return c
 	}
@@ -26,7 +26,9 @@ func TestLoadConfig(t *testing.T) {
 		{Name: "antrea", Want: &Config{PollInterval: 10 * time.Second, ActiveTimeout: 30 * time.Second, IdleTimeout: time.Minute,
 			Protocols: []string{"tcp", "udp"}, Profile: "antrea", NetNS: "/var/run/netns/node-1", Events: true,
 			EnableAccounting: true, SysctlPath: "/proc/sys/net", MaxQueuedEvents: 100_000, MaxConnections: 50000, Storage: &storage, NodeName: "node-1",
-			Denied: configoptional.Default(defaultDeniedConfig())}},
+			Denied: configoptional.Default(defaultDeniedConfig()), Encoding: "attributes"}},
+		{Name: "compact", Want: defaults(func(c *Config) { c.Encoding = "compact" })},
+		{Name: "bad_encoding", Err: `encoding: unknown (got "protobuf"); set attributes (the public schema, default) or compact (only when the records go to flowtel's k8s_flow alone)`},
 		// protocols: [] means none: empty, not nil (unset, all protocols).
 		{Name: "none", Want: defaults(func(c *Config) { c.Protocols = []string{} })},
 		{Name: "zones", Want: defaults(func(c *Config) { c.Zones, c.StaleTimeout = []uint16{0, 7}, time.Minute })},

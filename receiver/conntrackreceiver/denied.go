@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
-	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/deny"
 )
@@ -239,7 +238,7 @@ func (r *conntrackReceiver) sendDenied(ctx context.Context, xs []deny.Export, no
 		ld, lrs := r.newLogs(len(batch))
 		for j := range batch {
 			toDeniedRecord(&batch[j], r.node, now, &rec)
-			attrcodec.Encode(&rec, lrs.AppendEmpty())
+			r.encode(&rec, lrs.AppendEmpty())
 		}
 		if r.consume(ctx, ld, len(batch)) {
 			r.tel.ReceiverConntrackDeniedRecords.Add(ctx, int64(len(batch)))

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
-	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/store"
 )
@@ -48,7 +47,7 @@ func (r *conntrackReceiver) send(ctx context.Context, xs []store.Export, now tim
 	var noCounters, noTimestamps int64
 	for i := range xs {
 		toRecord(&xs[i], r.node, now, &rec)
-		attrcodec.Encode(&rec, lrs.AppendEmpty())
+		r.encode(&rec, lrs.AppendEmpty())
 		if !xs[i].Conn.Counted() {
 			noCounters++
 		}

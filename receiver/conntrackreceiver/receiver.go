@@ -10,11 +10,13 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/flowrecord/recordform"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/profile"
@@ -43,6 +45,7 @@ type conntrackReceiver struct {
 	tel    *metadata.TelemetryBuilder
 	logger *zap.Logger
 	node   string
+	encode func(*flowrecord.Record, plog.LogRecord) // the configured form
 
 	ns    *ctsource.Namespace
 	src   *ctsource.Source
@@ -114,8 +117,9 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*connt
 		return nil, err
 	}
 	active, idle, stale := cfg.timeouts()
+	encode, _ := recordform.Encoder(cfg.Encoding) // Validate checked the name
 	r := &conntrackReceiver{
-		cfg: cfg, set: set, next: next, obs: obs, tel: tel, logger: set.Logger,
+		cfg: cfg, set: set, next: next, obs: obs, tel: tel, logger: set.Logger, encode: encode,
 		node: cfg.nodeName(), prof: prof, now: time.Now, evWake: make(chan struct{}, 1),
 		store: store.New(store.Config{ActiveTimeout: active, IdleTimeout: idle, StaleTimeout: stale, MaxConnections: cfg.MaxConnections}),
 	}

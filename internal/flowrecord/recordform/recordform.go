@@ -5,6 +5,8 @@
 package recordform // import "github.com/flowtel/flowtel/internal/flowrecord/recordform"
 
 import (
+	"fmt"
+
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
@@ -32,4 +34,14 @@ func Encoder(name string) (func(*flowrecord.Record, plog.LogRecord), bool) {
 		return compactcodec.Encode, true
 	}
 	return nil, false
+}
+
+// Check is nil for a form's name, else the configuration error of the
+// encoding key, which says where compact is the right choice (readers: the
+// only components that read the records, such as "flowtel gateways").
+func Check(name, readers string) error {
+	if _, ok := Encoder(name); ok {
+		return nil
+	}
+	return fmt.Errorf("encoding: unknown (got %q); set %s (the public schema, default) or %s (only when the records go to %s alone)", name, Attributes, Compact, readers)
 }
