@@ -3,7 +3,6 @@ package flowstreamexporter
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/flowtel/flowtel/exporter/flowstreamexporter/internal/metadata"
 	"github.com/flowtel/flowtel/internal/flowrecord"
 	"github.com/flowtel/flowtel/internal/flowrecord/attrcodec"
+	"github.com/flowtel/flowtel/internal/grpcserve"
 )
 
 // shutdownGrace is how long shutdown waits for streams to end by themselves.
@@ -89,13 +89,7 @@ func (e *flowStreamExporter) start(ctx context.Context, host component.Host) err
 	}
 	e.addr = ln.Addr()
 	e.set.Logger.Info("flow stream listening", zap.String("endpoint", e.addr.String()))
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		if err := e.server.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			e.set.Logger.Error("flow stream server stopped", zap.Error(err))
-		}
-	}()
+	grpcserve.Serve(&e.wg, e.server, ln, e.set.Logger, "flow stream server stopped")
 	return nil
 }
 

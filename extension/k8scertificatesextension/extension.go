@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/extension/k8scertificatesextension/internal/metadata"
+	"github.com/flowtel/flowtel/internal/tick"
 )
 
 // certificates checks the Secrets at start and every check_interval.
@@ -49,16 +50,7 @@ func (c *certificates) Start(ctx context.Context, _ component.Host) error {
 	c.done.Add(1)
 	go func() {
 		defer c.done.Done()
-		t := time.NewTicker(c.cfg.CheckInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-loop.Done():
-				return
-			case <-t.C:
-				c.check(loop, p)
-			}
-		}
+		tick.Every(loop, c.cfg.CheckInterval, func(time.Time) { c.check(loop, p) })
 	}()
 	return nil
 }

@@ -105,6 +105,17 @@ func New(opts Options) *Index {
 	return ix
 }
 
+// unindex deletes from m the keys a removed object was indexed under, those
+// whose value is still the object's (mine): another object may have taken
+// a key over since.
+func unindex[K comparable, V any](m map[K]V, keys []K, mine func(V) bool) {
+	for _, k := range keys {
+		if mine(m[k]) {
+			delete(m, k)
+		}
+	}
+}
+
 // Options returns the options the Index was created with (defaults filled in).
 func (ix *Index) Options() Options { return ix.opts }
 

@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	policyclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 	policyinformers "sigs.k8s.io/network-policy-api/pkg/client/informers/externalversions"
+
+	"github.com/flowtel/flowtel/internal/tick"
 )
 
 // Resource names one watched API resource, for errors and RBAC docs.
@@ -258,19 +260,12 @@ func (in *Informers) Start() {
 	}
 	go func() {
 		defer close(in.done)
-		t := time.NewTicker(purgeInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				in.ix.Purge()
-				if in.ix.peers != nil {
-					in.ix.peers.Purge()
-				}
+		tick.Every(ctx, purgeInterval, func(time.Time) {
+			in.ix.Purge()
+			if in.ix.peers != nil {
+				in.ix.peers.Purge()
 			}
-		}
+		})
 	}()
 }
 

@@ -105,16 +105,9 @@ func (ix *Index) removeNodeLocked(name string) {
 		return
 	}
 	delete(ix.nodes, name)
-	for _, a := range old.addrs {
-		if ix.nodeAddr[a] == old {
-			delete(ix.nodeAddr, a)
-		}
-	}
-	for _, p := range old.podCIDRs {
-		if ix.podCIDR[p] == old {
-			delete(ix.podCIDR, p)
-		}
-	}
+	mine := func(n *node) bool { return n == old }
+	unindex(ix.nodeAddr, old.addrs, mine)
+	unindex(ix.podCIDR, old.podCIDRs, mine)
 }
 
 // recountCIDRBitsLocked lists the distinct podCIDR prefix lengths per family,

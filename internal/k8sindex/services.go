@@ -118,14 +118,7 @@ func (ix *Index) removeServiceLocked(uid string) {
 		return
 	}
 	delete(ix.services, uid)
-	for _, k := range s.fronts {
-		if sp := ix.fronts[k]; sp != nil && sp.UID == uid {
-			delete(ix.fronts, k)
-		}
-	}
-	for _, k := range s.nodePorts {
-		if sp := ix.nodePort[k]; sp != nil && sp.UID == uid {
-			delete(ix.nodePort, k)
-		}
-	}
+	mine := func(sp *ServicePort) bool { return sp != nil && sp.UID == uid }
+	unindex(ix.fronts, s.fronts, mine)
+	unindex(ix.nodePort, s.nodePorts, mine)
 }

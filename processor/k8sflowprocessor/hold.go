@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/tick"
 )
 
 // A Pod's status.podIPs reaches the API after the kubelet's next status
@@ -53,7 +54,8 @@ type holdBuffer struct {
 	max  int
 	wait time.Duration
 
-	stop, done chan struct{}
+	stop context.CancelFunc // ends the retries; nil when they do not run
+	done chan struct{}
 }
 
 // add holds a copy of lr with its decoded record; false when the hold is
@@ -92,19 +94,11 @@ func (p *k8sFlowProcessor) startHold() {
 	h.mu.Lock()
 	h.open = true
 	h.mu.Unlock()
-	h.stop, h.done = make(chan struct{}), make(chan struct{})
+	ctx, stop := context.WithCancel(context.Background())
+	h.stop, h.done = stop, make(chan struct{})
 	go func() {
 		defer close(h.done)
-		t := time.NewTicker(min(h.wait, maxRetryInterval))
-		defer t.Stop()
-		for {
-			select {
-			case <-h.stop:
-				return
-			case now := <-t.C:
-				p.retry(context.Background(), now, false)
-			}
-		}
+		tick.Every(ctx, min(h.wait, maxRetryInterval), func(now time.Time) { p.retry(context.Background(), now, false) })
 	}()
 }
 
@@ -114,7 +108,7 @@ func (p *k8sFlowProcessor) shutdownHold(ctx context.Context) {
 	if h == nil || h.stop == nil {
 		return
 	}
-	close(h.stop)
+	h.stop()
 	<-h.done
 	h.stop = nil
 	h.mu.Lock()

@@ -17,6 +17,7 @@ import (
 
 	pb "github.com/flowtel/flowtel/api/flowstreampb"
 	"github.com/flowtel/flowtel/internal/antreawire/flowpb"
+	"github.com/flowtel/flowtel/internal/grpcserve"
 )
 
 func (r *antreaReceiver) startGRPC() error {
@@ -36,13 +37,7 @@ func (r *antreaReceiver) startGRPC() error {
 	r.grpcLn = ln
 	r.grpc = grpc.NewServer(opts...)
 	pb.RegisterFlowExportServiceServer(r.grpc, &exportService{r: r})
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		if err := r.grpc.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			r.set.Logger.Error("antrea_flows: grpc server stopped", zap.Error(err))
-		}
-	}()
+	grpcserve.Serve(&r.wg, r.grpc, ln, r.set.Logger, "antrea_flows: grpc server stopped")
 	return nil
 }
 

@@ -60,13 +60,13 @@ func setterOf(ie catalogue.IE) setter {
 	ref := ie.Ref
 	switch k := ref.Kind; {
 	case ie.Type == catalogue.Unsigned8 && (k == catalogue.KindUint8 || k == catalogue.KindEnum):
-		return u8(func(r *flowrecord.Record) *uint8 { return ref.At(r).Uint8() })
+		return unsignedField(func(r *flowrecord.Record) *uint8 { return ref.At(r).Uint8() })
 	case ie.Type == catalogue.Unsigned16 && k == catalogue.KindUint16:
-		return u16(func(r *flowrecord.Record) *uint16 { return ref.At(r).Uint16() })
+		return unsignedField(func(r *flowrecord.Record) *uint16 { return ref.At(r).Uint16() })
 	case ie.Type == catalogue.Unsigned32 && k == catalogue.KindUint32:
-		return u32(func(r *flowrecord.Record) *uint32 { return ref.At(r).Uint32() })
+		return unsignedField(func(r *flowrecord.Record) *uint32 { return ref.At(r).Uint32() })
 	case ie.Type == catalogue.Unsigned64 && k == catalogue.KindUint64:
-		return u64(func(r *flowrecord.Record) *uint64 { return ref.At(r).Uint64() })
+		return unsignedField(func(r *flowrecord.Record) *uint64 { return ref.At(r).Uint64() })
 	case ie.Type == catalogue.DateTimeSeconds && k == catalogue.KindTime:
 		return seconds(func(r *flowrecord.Record) *time.Time { return ref.At(r).Time() })
 	case ie.Type == catalogue.String && k == catalogue.KindString:
@@ -108,34 +108,13 @@ func unsigned(v []byte, max uint64) (uint64, error) {
 	return n, nil
 }
 
-func u8(get func(*flowrecord.Record) *uint8) setter {
+// unsignedField stores an unsigned IE of any length up to 8 bytes into a
+// field of type T, refusing a value over T's maximum.
+func unsignedField[T uint8 | uint16 | uint32 | uint64](get func(*flowrecord.Record) *T) setter {
+	limit := uint64(^T(0))
 	return func(r *flowrecord.Record, v []byte) error {
-		n, err := unsigned(v, 0xff)
-		*get(r) = uint8(n)
-		return err
-	}
-}
-
-func u16(get func(*flowrecord.Record) *uint16) setter {
-	return func(r *flowrecord.Record, v []byte) error {
-		n, err := unsigned(v, 0xffff)
-		*get(r) = uint16(n)
-		return err
-	}
-}
-
-func u32(get func(*flowrecord.Record) *uint32) setter {
-	return func(r *flowrecord.Record, v []byte) error {
-		n, err := unsigned(v, 0xffffffff)
-		*get(r) = uint32(n)
-		return err
-	}
-}
-
-func u64(get func(*flowrecord.Record) *uint64) setter {
-	return func(r *flowrecord.Record, v []byte) error {
-		n, err := unsigned(v, ^uint64(0))
-		*get(r) = n
+		n, err := unsigned(v, limit)
+		*get(r) = T(n)
 		return err
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/flowtel/flowtel/internal/logsreceiver"
 	"github.com/flowtel/flowtel/receiver/antreaflowsreceiver/internal/metadata"
 )
 
@@ -53,5 +54,5 @@ func TestLifecycle(t *testing.T) {
 	ln.Close()
 
 	_, err = f.CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, nil)
-	assert.ErrorIs(t, err, errNilConsumer)
+	assert.ErrorIs(t, err, logsreceiver.ErrNilConsumer)
 }

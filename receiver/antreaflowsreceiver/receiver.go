@@ -3,7 +3,6 @@ package antreaflowsreceiver
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -49,8 +48,6 @@ type antreaReceiver struct {
 		delay   time.Duration
 	}
 }
-
-var errNilConsumer = errors.New("nil next consumer")
 
 func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*antreaReceiver, error) {
 	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flowtel/flowtel/internal/flowrecord"
+	"github.com/flowtel/flowtel/internal/tick"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/ctsource"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/deny"
 )
@@ -192,21 +193,14 @@ func (d *denied) flushCounts(ctx context.Context, r *conntrackReceiver) {
 // runDeniedExports sends the denied records due every deniedTick.
 func (r *conntrackReceiver) runDeniedExports(ctx context.Context) {
 	defer r.wg.Done()
-	t := time.NewTicker(deniedTick)
-	defer t.Stop()
 	var xs []deny.Export
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, deniedTick, func(time.Time) {
 		now := r.now()
 		xs = r.denied.store.Expired(now, xs[:0])
 		r.sendDenied(ctx, xs, now)
 		r.tel.ReceiverConntrackDeniedConnections.Record(ctx, int64(r.denied.store.Len()))
 		r.denied.countEvicted(ctx, r)
-	}
+	})
 }
 
 // flushDenied, at shutdown once both goroutines are done, sends every denied

@@ -1,25 +1,14 @@
 package conntrackreceiver
 
 import (
-	"context"
-
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 
 	_ "github.com/flowtel/flowtel/internal/grpcgzip" // gRPC's gzip at half the CPU (D14)
+	"github.com/flowtel/flowtel/internal/logsreceiver"
 	"github.com/flowtel/flowtel/receiver/conntrackreceiver/internal/metadata"
 )
 
 // NewFactory returns the factory of the conntrack receiver.
 func NewFactory() receiver.Factory {
-	return receiver.NewFactory(metadata.Type, func() component.Config { return createDefaultConfig() },
-		receiver.WithLogs(createLogs, metadata.LogsStability))
-}
-
-func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	if next == nil {
-		return nil, errNilConsumer
-	}
-	return newReceiver(set, cfg.(*Config), next)
+	return logsreceiver.NewFactory(metadata.Type, metadata.LogsStability, createDefaultConfig, newReceiver)
 }

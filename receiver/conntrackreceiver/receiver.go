@@ -254,5 +254,3 @@ func (r *conntrackReceiver) flush(ctx context.Context) {
 	r.sendAll(ctx, r.exports, now)
 	r.logger.Info("conntrack receiver flushed at shutdown", zap.Int64("live", live), zap.Int64("end_of_flow", ended))
 }
-
-var errNilConsumer = errors.New("nil next consumer")
