@@ -446,15 +446,15 @@ func nodeTokenFile(dir, node string) string { return filepath.Join(dir, node+".t
 // nodeCollector starts node n's collector the way the DaemonSet runs it: it
 // verifies the gateway's certificate (flowtel-gateway.flowtel.svc, whichever
 // address it dials), presents the node client certificate and sends its
-// Pod's token (nodeTokenFile).
+// Pod's token (nodeTokenFile), with the container's Go runtime settings.
 func nodeCollector(t testing.TB, n *netlab.Node, binary, kubeconfig string, gateways []string, opt options, dir string) collector.Options {
 	certs := bedCerts(t, dir)
 	return collector.Options{Name: n.Name, Binary: binary, Dir: dir,
 		Configs: []string{distributions.Config(distributions.Node)}, Config: nodeOverlay(n, kubeconfig, gateways, opt),
-		Env: []string{"K8S_NODE_NAME=" + n.Name, "POD_NAMESPACE=flowtel", "FLOWTEL_STORAGE_DIR=" + filepath.Join(dir, n.Name+"-storage"),
-			"FLOWTEL_GATEWAY_CA_FILE=" + filepath.Join(certs, "ca.crt"),
-			"FLOWTEL_TLS_CERT_FILE=" + filepath.Join(certs, "node.crt"), "FLOWTEL_TLS_KEY_FILE=" + filepath.Join(certs, "node.key"),
-			"FLOWTEL_NODE_TOKEN_FILE=" + nodeTokenFile(dir, n.Name)}}
+		Env: append(shippedNodeRuntimeEnv(t), "K8S_NODE_NAME="+n.Name, "POD_NAMESPACE=flowtel", "FLOWTEL_STORAGE_DIR="+filepath.Join(dir, n.Name+"-storage"),
+			"FLOWTEL_GATEWAY_CA_FILE="+filepath.Join(certs, "ca.crt"),
+			"FLOWTEL_TLS_CERT_FILE="+filepath.Join(certs, "node.crt"), "FLOWTEL_TLS_KEY_FILE="+filepath.Join(certs, "node.key"),
+			"FLOWTEL_NODE_TOKEN_FILE="+nodeTokenFile(dir, n.Name))}
 }
 
 // nodeOverlay: node n's network namespace and the test's timers, the bed's

@@ -26,7 +26,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flowtel/flowtel/distributions"
@@ -206,19 +206,38 @@ func benchmarkGateway(b *testing.B, sh loadShape, conns int) {
 // of the gateway container in the kustomize base, so the load run measures
 // the gateway as it is deployed.
 func shippedGatewayRuntimeEnv(b testing.TB) []string {
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "kubernetes", "base", "gateway", "statefulset.yaml"))
-	require.NoError(b, err)
-	var ss appsv1.StatefulSet
-	require.NoError(b, yaml.Unmarshal(raw, &ss))
+	env := shippedRuntimeEnv(b, "gateway/statefulset.yaml")
+	require.Len(b, env, 2, "GOGC and GOMEMLIMIT of the gateway in deploy/kubernetes/base")
+	return env
+}
+
+// shippedNodeRuntimeEnv is the node collector container's (GOMEMLIMIT), so
+// that the bed's node collectors collect garbage as deployed ones do.
+func shippedNodeRuntimeEnv(t testing.TB) []string {
+	env := shippedRuntimeEnv(t, "node/daemonset.yaml")
+	require.Len(t, env, 1, "GOMEMLIMIT of the node collector in deploy/kubernetes/base")
+	return env
+}
+
+// shippedRuntimeEnv is the GOGC and GOMEMLIMIT of the containers of a
+// workload in deploy/kubernetes/base (path under it).
+func shippedRuntimeEnv(t testing.TB, path string) []string {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "kubernetes", "base", path))
+	require.NoError(t, err)
+	var w struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &w))
 	var env []string
-	for _, c := range ss.Spec.Template.Spec.Containers {
+	for _, c := range w.Spec.Template.Spec.Containers {
 		for _, v := range c.Env {
 			if v.Name == "GOGC" || v.Name == "GOMEMLIMIT" {
 				env = append(env, v.Name+"="+v.Value)
 			}
 		}
 	}
-	require.Len(b, env, 2, "GOGC and GOMEMLIMIT of the gateway in deploy/kubernetes/base")
 	return env
 }
 
