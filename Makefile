@@ -75,6 +75,9 @@ peers: ## Build, once per machine, the real peers the tests run (Kubernetes, Cor
 test: deps build peers ## Unit, integration and end-to-end tests (the real-cluster ones too), plus a bounded fuzz run of the record codec
 	$(GO) test -tags $(TAGS) -count=1 -timeout 30m $$($(GO) list -tags $(TAGS) ./... | grep -v -e /testbed/kube -e /testbed/e2ekube)
 	$(GO) test -tags "$(TAGS) $(SAFE_TAGS)" -count=1 -timeout 20m $$($(GO) list -tags "$(TAGS) $(SAFE_TAGS)" ./... | grep -v -e /testbed/e2e -e /testbed/kube -e /testbed/flood -e /deploy -e /distributions)
+	@# The Kubernetes index is written by informers while the pipeline reads it:
+	@# its readers and writers again under the race detector.
+	$(GO) test -race -tags $(TAGS) -count=1 -timeout 10m ./internal/k8sindex/... ./processor/k8sflowprocessor/...
 	@# The real clusters, one package at a time: each runs kubelets on both cores.
 	$(GO) test -tags $(TAGS) -count=1 -p 1 -timeout 40m $(KUBE_PKGS)
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/flowrecord/attrcodec

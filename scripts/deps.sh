@@ -23,6 +23,8 @@ declare -A want=(
   [containerd]=containerd
   [runc]=runc
   [nft]=nftables
+  # go test -race (make test runs the Kubernetes index under it) needs cgo's C compiler.
+  [gcc]=gcc
 )
 
 # kubectl (the deploy tests apply manifests with it) is not a Debian 12 package;

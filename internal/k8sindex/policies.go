@@ -334,14 +334,11 @@ func (v View) policyEndpoint(ep *netpol.Endpoint, addr netip.Addr, namespace str
 	ix := v.ix
 	a := addr.Unmap()
 	ep.Address = a
-	p := ix.podAt(a, start)
-	if p == nil && ix.peers != nil {
-		p = ix.peers.peerAt(a, start)
+	if p := ix.podAt(a, start); p != nil {
+		p.describe(ep, start)
+		return
 	}
-	if p != nil {
-		ep.Kind, ep.Namespace = flowrecord.EndpointPod, p.namespace
-		ep.Labels = p.labelsAt(start)
-		ep.Ports, ep.PortsKnown = p.ports, true
+	if ix.peers != nil && ix.peers.describePeer(ep, a, start) {
 		return
 	}
 	if ix.nodeAddr[a] != nil {
@@ -355,12 +352,29 @@ func (v View) policyEndpoint(ep *netpol.Endpoint, addr netip.Addr, namespace str
 	ep.Kind = flowrecord.EndpointExternal
 }
 
-// peerAt is podAt under the peer Index's own read lock (its writers, the
-// cluster-wide Pod informer, take only that lock).
-func (ix *Index) peerAt(a netip.Addr, start time.Time) *pod {
+// describe fills ep with what policies match p on at start. The label map
+// and ports are shared with the Index (an update replaces them, never
+// changes them in place).
+func (p *pod) describe(ep *netpol.Endpoint, start time.Time) {
+	ep.Kind, ep.Namespace = flowrecord.EndpointPod, p.namespace
+	ep.Labels = p.labelsAt(start)
+	ep.Ports, ep.PortsKnown = p.ports, true
+}
+
+// describePeer is describe of the Pod that owned a at start, read under the
+// peer Index's own read lock: its writer, the cluster-wide Pod informer,
+// takes only that lock and updates a Pod in place, so the Pod is read while
+// the lock is held and not after (the caller holds only the main Index's).
+// It reports whether a Pod owned a.
+func (ix *Index) describePeer(ep *netpol.Endpoint, a netip.Addr, start time.Time) bool {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return ix.podAt(a, start)
+	p := ix.podAt(a, start)
+	if p == nil {
+		return false
+	}
+	p.describe(ep, start)
+	return true
 }
 
 // policyWirings are the informers of PolicyWatched (and of the served

@@ -40,7 +40,7 @@ func BenchmarkEnrich(b *testing.B) {
 
 func nodeProcessorsB(b *testing.B) map[string]*k8sFlowProcessor {
 	b.Helper()
-	clock := &fakeClock{t0.Add(10 * time.Minute)}
+	clock := newFakeClock(t0.Add(10 * time.Minute))
 	procs := map[string]*k8sFlowProcessor{}
 	for _, n := range []string{"node-a", "node-b"} {
 		procs[n], _ = startProcessor(b, nodeConfig(n), clock, clusterObjects()...)

@@ -244,7 +244,7 @@ func TestClassificationTable(t *testing.T) {
 
 // nodeProcessors runs one node collector's processor per test Node.
 func nodeProcessors(t *testing.T) map[string]*k8sFlowProcessor {
-	clock := &fakeClock{t0.Add(10 * time.Minute)}
+	clock := newFakeClock(t0.Add(10 * time.Minute))
 	procs := map[string]*k8sFlowProcessor{}
 	for _, n := range []string{"node-a", "node-b"} {
 		procs[n], _ = startProcessor(t, nodeConfig(n), clock, clusterObjects()...)

@@ -3,6 +3,7 @@ package k8sflowprocessor
 import (
 	"context"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,10 +148,26 @@ func clusterObjects() []runtime.Object {
 	}
 }
 
-// fakeClock is a settable clock for the Index.
-type fakeClock struct{ t time.Time }
+// fakeClock is a settable clock for the Index, which its informers'
+// goroutines read while a test sets it.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
-func (c *fakeClock) now() time.Time { return c.t }
+func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
 
 // startProcessor runs a k8s_flow processor against a fake clientset holding
 // objs, with caches synced.

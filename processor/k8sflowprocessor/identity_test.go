@@ -81,7 +81,7 @@ func TestServiceNames(t *testing.T) {
 // that started while the Job Pod ran stay the Job Pod's; new ones are the new
 // Pod's; after the retention the old Pod is gone.
 func TestIPReuse(t *testing.T) {
-	clock := &fakeClock{t0}
+	clock := newFakeClock(t0)
 	const ip = "10.244.1.9"
 	objs := append(clusterObjects(), cronJob("backup-29000", "backup"),
 		testPod("default", "backup-29000-x", "uid-job-pod", "node-a", t0, &metav1.OwnerReference{Kind: "Job", Name: "backup-29000", Controller: ptr(true)}, ip))
@@ -101,7 +101,7 @@ func TestIPReuse(t *testing.T) {
 
 	// The Job Pod completes at t0+2m: its IP is free.
 	ended := t0.Add(2 * time.Minute)
-	clock.t = t0.Add(3 * time.Minute)
+	clock.set(t0.Add(3 * time.Minute))
 	jobPod, err := cs.CoreV1().Pods("default").Get(context.Background(), "backup-29000-x", metav1.GetOptions{})
 	require.NoError(t, err)
 	jobPod.Status.Phase = corev1.PodSucceeded
@@ -114,7 +114,7 @@ func TestIPReuse(t *testing.T) {
 	assert.Equal(t, "backup-29000-x", conn(t0.Add(time.Minute)).Source.PodName, "a connection from before the end is still the Job Pod's")
 
 	// A new Pod takes the IP at t0+4m.
-	clock.t = t0.Add(4 * time.Minute)
+	clock.set(t0.Add(4 * time.Minute))
 	_, err = cs.CoreV1().Pods("default").Create(context.Background(),
 		testPod("default", "web-new", "uid-web-new", "node-a", t0.Add(4*time.Minute), nil, ip), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -124,7 +124,7 @@ func TestIPReuse(t *testing.T) {
 	assert.Equal(t, flowrecord.EndpointPod, conn(t0.Add(3*time.Minute)).Source.Kind, "still inside node-a's podCIDR")
 
 	// Past the 5-minute retention the Job Pod is forgotten.
-	clock.t = ended.Add(5*time.Minute + time.Second)
+	clock.set(ended.Add(5*time.Minute + time.Second))
 	p.ix.Purge()
 	assert.Equal(t, "", conn(t0.Add(time.Minute)).Source.PodName)
 	assert.Equal(t, "web-new", conn(t0.Add(6*time.Minute)).Source.PodName)
@@ -133,7 +133,7 @@ func TestIPReuse(t *testing.T) {
 // A deleted Pod names connections that started before its deletion for the
 // retention period; updates (labels, IPs) are reflected.
 func TestPodUpdatesAndDeletion(t *testing.T) {
-	clock := &fakeClock{t0.Add(time.Minute)}
+	clock := newFakeClock(t0.Add(time.Minute))
 	cfg := nodeConfig("node-a")
 	cfg.PodLabels = true
 	p, cs := startProcessor(t, cfg, clock, clusterObjects()...)
@@ -160,13 +160,13 @@ func TestPodUpdatesAndDeletion(t *testing.T) {
 	require.NoError(t, err)
 	eventually(t, "label update", func() bool { return lookup(v4.webA, t0.Add(time.Minute)).PodLabels["tier"] == "front" })
 
-	clock.t = t0.Add(2 * time.Minute)
+	clock.set(t0.Add(2 * time.Minute))
 	require.NoError(t, cs.CoreV1().Pods("default").Delete(ctx, "web-a", metav1.DeleteOptions{}))
 	eventually(t, "deleted Pod no longer owns new connections", func() bool {
 		return lookup(v4.webA, t0.Add(3*time.Minute)).PodName == ""
 	})
 	assert.Equal(t, "web-a", lookup(v4.webA, t0.Add(time.Minute)).PodName, "kept for connections that started before")
-	clock.t = t0.Add(8 * time.Minute)
+	clock.set(t0.Add(8 * time.Minute))
 	p.ix.Purge()
 	assert.Equal(t, "", lookup(v4.webA, t0.Add(time.Minute)).PodName, "gone after the retention")
 
@@ -184,7 +184,7 @@ func TestPodUpdatesAndDeletion(t *testing.T) {
 // gateway address wins over the Node rule (D1); Pods of other Nodes are not
 // indexed with pods: local, but are with pods: all.
 func TestOwnershipRules(t *testing.T) {
-	clock := &fakeClock{t0.Add(time.Minute)}
+	clock := newFakeClock(t0.Add(time.Minute))
 	squatter := testPod("default", "gw-pod", "uid-gw-pod", "node-a", t0, nil, v4.gwA)
 	objs := append(clusterObjects(), squatter)
 

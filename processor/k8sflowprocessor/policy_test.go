@@ -45,7 +45,7 @@ func policyObjects(policies ...runtime.Object) []runtime.Object {
 // (also for db-b on node-b, known through the cluster-wide Pod informer),
 // node-b nothing for web-a's side.
 func TestPolicyAttribution(t *testing.T) {
-	clock := &fakeClock{t0.Add(10 * time.Minute)}
+	clock := newFakeClock(t0.Add(10 * time.Minute))
 	objs := policyObjects(ingressPolicy("allow-db", "web-a", "db-b", 8080))
 	nodeA, _ := startProcessor(t, nodeConfig("node-a"), clock, objs...)
 	nodeB, _ := startProcessor(t, nodeConfig("node-b"), clock, objs...)
@@ -95,7 +95,7 @@ func TestPolicyAttribution(t *testing.T) {
 // destination Pod (the one that admits is checked last), next to
 // network_policies: false.
 func BenchmarkEnrichPolicies(b *testing.B) {
-	clock := &fakeClock{t0.Add(10 * time.Minute)}
+	clock := newFakeClock(t0.Add(10 * time.Minute))
 	for _, n := range []int{0, 3, 50} {
 		policies := []runtime.Object{ingressPolicy("zz-allow-db", "web-a", "db-b", 8080)}
 		for i := range n - 1 {

@@ -120,7 +120,7 @@ func TestProcessLogs(t *testing.T) {
 func TestNodeNameFromRecord(t *testing.T) {
 	cfg := nodeConfig("")
 	cfg.Pods = PodsAll
-	p, _ := startProcessor(t, cfg, &fakeClock{t0.Add(time.Hour)}, clusterObjects()...)
+	p, _ := startProcessor(t, cfg, newFakeClock(t0.Add(time.Hour)), clusterObjects()...)
 	c := issue8260Cases(v4)[1] // reported by node-b
 	r := c.record()
 	require.Empty(t, first(p.enrich(r)))
