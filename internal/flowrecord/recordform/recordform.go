@@ -1,7 +1,7 @@
 // Package recordform names the two forms in which flowtel's components can
 // hand flow records on (architecture decision D13) and gives the encoder of
 // each, for the components whose configuration chooses one (k8s_flow,
-// antrea_flows).
+// antrea_flows, conntrack).
 package recordform // import "github.com/flowtel/flowtel/internal/flowrecord/recordform"
 
 import (
